@@ -1,0 +1,61 @@
+"""The interface the agent and the judge use to talk to a language model."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol, TypedDict, runtime_checkable
+
+__all__ = ["ChatMessage", "Completion", "LLMClient"]
+
+
+class ChatMessage(TypedDict):
+    """An OpenAI-style chat message: ``{"role": "user", "content": "..."}``."""
+
+    role: str
+    content: str
+
+
+@dataclass(frozen=True, slots=True)
+class Completion:
+    """The text of one model reply and the tokens that call used."""
+
+    text: str
+    input_tokens: int
+    output_tokens: int
+    model: str
+
+
+@runtime_checkable
+class LLMClient(Protocol):
+    """A chat model. ``chat`` for one call; ``achat`` for concurrent use.
+
+    ``achat`` calls may run concurrently from one event loop; implementations
+    bound them by ``max_concurrency`` and retry transient failures (429, 5xx,
+    timeouts) themselves, raising only when retries are exhausted.
+    """
+
+    @property
+    def provider(self) -> str:
+        """The provider name given to :func:`get_client` (``"anthropic"``, ``"openai"``)."""
+        ...
+
+    @property
+    def model(self) -> str:
+        """The model every call uses."""
+        ...
+
+    @property
+    def max_concurrency(self) -> int:
+        """How many ``achat`` calls may be in flight at once."""
+        ...
+
+    def chat(self, messages: Sequence[ChatMessage], /, *, max_tokens: int | None = None) -> str:
+        """The reply text to ``messages`` (blocking)."""
+        ...
+
+    async def achat(
+        self, messages: Sequence[ChatMessage], /, *, max_tokens: int | None = None
+    ) -> Completion:
+        """The reply to ``messages`` with its token usage."""
+        ...

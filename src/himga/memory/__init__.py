@@ -1,0 +1,27 @@
+"""Memory systems: the interface, the null baseline, the reference memories and plug-in loading."""
+
+from himga.memory._bm25 import BM25Memory
+from himga.memory._full import FullContextMemory
+from himga.memory._keyword import KeywordMemory
+from himga.memory._null import NullMemory
+from himga.memory._protocol import BaseMemory, Hit, SearchableMemory
+from himga.memory._registry import (
+    MemoryLoadError,
+    PluginConflictError,
+    available_memories,
+    load_memory,
+)
+
+__all__ = [
+    "BM25Memory",
+    "BaseMemory",
+    "FullContextMemory",
+    "Hit",
+    "KeywordMemory",
+    "MemoryLoadError",
+    "NullMemory",
+    "PluginConflictError",
+    "SearchableMemory",
+    "available_memories",
+    "load_memory",
+]

@@ -1,0 +1,5 @@
+"""Placeholder: being written (issue 5)."""
+
+
+class KeywordMemory:
+    pass

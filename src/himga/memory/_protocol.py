@@ -1,0 +1,75 @@
+"""The memory interface every memory system implements."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol, runtime_checkable
+
+from himga.data.schema import Message, Session
+
+__all__ = ["BaseMemory", "Hit", "SearchableMemory"]
+
+
+@runtime_checkable
+class BaseMemory(Protocol):
+    """What the agent and the evaluation need from a memory -- nothing more.
+
+    Structural: a class conforms by having these methods; it need not inherit
+    (subclassing explicitly also works). The parameters are positional-only
+    because the type checker does not compare parameter names of protocol
+    members, so callers (the agent, the evaluation, the conformance kit) always
+    pass arguments positionally and an implementation may name them freely.
+
+    The behavioural contract is checked by :func:`himga.testing.check_memory`
+    under stable ids: ``protocol-shape``, ``retrieve-returns-str``,
+    ``retrieve-empty-query``, ``reset-clears``, ``reuse-after-reset``,
+    ``instance-isolation``.
+    """
+
+    def ingest(self, message: Message, session: Session, /) -> None:
+        """Remember ``message``, which was said in ``session``.
+
+        Called once per message, in conversation order. Must not raise for any
+        text (unicode, empty, very long).
+        """
+        ...
+
+    def retrieve(self, query: str, /) -> str:
+        """Prompt-ready text relevant to ``query``; ``""`` when nothing is.
+
+        Always returns a ``str`` and never raises, whatever the query (empty and
+        whitespace-only included). Returns ``""`` on a fresh or reset memory.
+        Output may be non-deterministic and need not be relevant.
+        """
+        ...
+
+    def reset(self) -> None:
+        """Forget everything ingested; the object stays usable.
+
+        Nothing ingested before a reset may appear in any later output, and no
+        state is shared with any other instance.
+        """
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class Hit:
+    """One ranked search result: the turn it came from, its score and its text."""
+
+    turn_id: str | None
+    score: float
+    text: str
+
+
+@runtime_checkable
+class SearchableMemory(BaseMemory, Protocol):
+    """A memory that can also rank what it holds, enabling rank-based metrics.
+
+    Optional: the evaluation computes evidence recall@k and nDCG@k for memories
+    that implement it, and context-containment recall for all others.
+    """
+
+    def search(self, query: str, k: int, /) -> Sequence[Hit]:
+        """At most ``k`` hits for ``query``, best first; empty when nothing matches."""
+        ...
