@@ -1,5 +1,119 @@
-"""Placeholder: being written (issue 5)."""
+"""The BM25 baseline: turn-level Okapi BM25 (Lucene variant) over bm25s."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from types import ModuleType
+from typing import Any
+
+from himga._extras import require
+from himga.data.schema import Message, Session
+from himga.memory._protocol import Hit
+from himga.memory._text import ENGLISH_STOPWORDS, format_line, words
+
+__all__ = ["BM25Memory"]
+
+_PURPOSE = "BM25Memory"
 
 
 class BM25Memory:
-    pass
+    """Turn-level BM25 retrieval: the ``k`` turns that best match the query.
+
+    Every message is one document, ``"<speaker>: <content>"``, analysed into
+    words (NFKC, case-folded, split at punctuation and whitespace), minus
+    English stopwords, Snowball-stemmed (PyStemmer). Scoring is bm25s's Lucene
+    BM25 (``k1``, ``b``) on its numpy backend. ``retrieve`` returns the top
+    ``k`` turns re-ordered chronologically, one
+    ``"[<session date>] <speaker>: <content>"`` line each; turns sharing no
+    term with the query are never returned, so a query without content words
+    (empty, punctuation, stopwords, emoji) retrieves ``""``.
+
+    Indexing is lazy: ``ingest`` appends in O(1) and marks the index stale; the
+    first ``retrieve`` or ``search`` after new ingests rebuilds it once (words
+    of earlier turns are analysed only once). Ingest everything, then query.
+
+    Needs the ``bm25`` extra (bm25s, PyStemmer, numpy), imported on construction.
+    """
+
+    def __init__(self, k: int = 10, *, k1: float = 1.5, b: float = 0.75) -> None:
+        if k < 1:
+            raise ValueError(f"BM25Memory: k must be >= 1, got {k}")
+        if k1 < 0:
+            raise ValueError(f"BM25Memory: k1 must be >= 0, got {k1}")
+        if not 0 <= b <= 1:
+            raise ValueError(f"BM25Memory: b must be in [0, 1], got {b}")
+        self.k = k
+        self.k1 = k1
+        self.b = b
+        self._bm25s: ModuleType = require("bm25s", extra="bm25", purpose=_PURPOSE)
+        self._np: ModuleType = require("numpy", extra="bm25", purpose=_PURPOSE)
+        stemmer_module = require("Stemmer", extra="bm25", purpose=_PURPOSE)
+        # One stemmer per instance: PyStemmer keeps a cache, which must not be shared.
+        self._stem_words = stemmer_module.Stemmer("english").stemWords
+        self.reset()
+
+    def ingest(self, message: Message, session: Session, /) -> None:
+        """Append the turn (O(1)); the index is rebuilt at the next query."""
+        self._turn_ids.append(message.turn_id)
+        self._lines.append(format_line(message, session))
+        self._documents.append(f"{message.role}: {message.content}")
+        self._stale = True
+
+    def retrieve(self, query: str, /) -> str:
+        """The top ``k`` matching lines in conversation order; ``""`` when none match."""
+        positions = sorted(position for position, _ in self._top(query, self.k))
+        return "\n".join(self._lines[position] for position in positions)
+
+    def search(self, query: str, k: int, /) -> list[Hit]:
+        """At most ``k`` matching turns, highest BM25 score first (ties: earlier turn first)."""
+        return [
+            Hit(self._turn_ids[position], score, self._lines[position])
+            for position, score in self._top(query, k)
+        ]
+
+    def reset(self) -> None:
+        """Forget every turn and drop the index."""
+        self._turn_ids: list[str | None] = []
+        self._lines: list[str] = []
+        self._documents: list[str] = []
+        self._terms: list[list[str]] = []  # analysed _documents[: len(_terms)]
+        self._index: Any = None  # bm25s.BM25, None when no document has a term
+        self._stale = False
+
+    def _analyse(self, text: str) -> list[str]:
+        kept = [word for word in words(text) if word not in ENGLISH_STOPWORDS]
+        stems: list[str] = self._stem_words(kept)
+        return stems
+
+    def _rebuild(self) -> None:
+        self._terms.extend(self._analyse(doc) for doc in self._documents[len(self._terms) :])
+        self._stale = False
+        if not any(self._terms):
+            # bm25s cannot index a corpus without a single term.
+            self._index = None
+            return
+        index = self._bm25s.BM25(k1=self.k1, b=self.b, method="lucene", backend="numpy")
+        index.index(self._terms, show_progress=False)
+        self._index = index
+
+    def _top(self, query: str, k: int) -> Sequence[tuple[int, float]]:
+        """``(position, score)`` of the best ``k`` turns with a positive score, best first."""
+        if self._stale:
+            self._rebuild()
+        if self._index is None or k < 1:
+            return []
+        vocabulary = self._index.vocab_dict
+        term_ids = [vocabulary[term] for term in self._analyse(query) if term in vocabulary]
+        if not term_ids:
+            return []
+        np = self._np
+        scores = self._index.get_scores_from_ids(term_ids)
+        if k < len(scores):
+            candidates = np.argpartition(-scores, k - 1)[:k]
+        else:
+            candidates = np.arange(len(scores))
+        # Best score first; equal scores in conversation order, so results are deterministic.
+        ranked = candidates[np.lexsort((candidates, -scores[candidates]))]
+        return [
+            (int(position), float(scores[position])) for position in ranked if scores[position] > 0
+        ]
