@@ -1,0 +1,26 @@
+"""The evaluation loop, its results and the metrics computed from them.
+
+Scorers live in the public modules :mod:`himga.eval.metrics` (LoCoMo F1,
+BLEU-1, exact match) and :mod:`himga.eval.judge` (LLM-as-judge).
+"""
+
+from himga.eval._aggregate import compute_metrics, context_containment
+from himga.eval._checkpoint import CheckpointError, CheckpointMismatchError
+from himga.eval._result import EvalResult
+from himga.eval._run import SEARCH_K, DuplicateQuestionError, arun_eval, run_eval
+from himga.eval.judge import JudgeScores, abatch_judge, batch_judge
+
+__all__ = [
+    "SEARCH_K",
+    "CheckpointError",
+    "CheckpointMismatchError",
+    "DuplicateQuestionError",
+    "EvalResult",
+    "JudgeScores",
+    "abatch_judge",
+    "arun_eval",
+    "batch_judge",
+    "compute_metrics",
+    "context_containment",
+    "run_eval",
+]

@@ -1,0 +1,166 @@
+"""Aggregation of evaluation results into the numbers a paper table reports."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
+
+from himga.data.schema import Category
+from himga.eval._ranking import (
+    RANK_KS,
+    all_evidence_recall_at_k,
+    evidence_recall_at_k,
+    ndcg_at_k,
+)
+from himga.eval._result import EvalResult
+from himga.eval.metrics import bleu1, exact_match, locomo_f1, token_f1
+
+__all__ = ["compute_metrics", "context_containment"]
+
+
+def _squash(text: str) -> str:
+    return " ".join(text.split())
+
+
+def context_containment(result: EvalResult) -> float | None:
+    """The fraction of the result's evidence turns whose text appears in its context.
+
+    Texts are compared with whitespace collapsed; evidence turns missing from the
+    sample are left out. ``None`` when no evidence turn has a text.
+    """
+    texts = [_squash(text) for text in result.evidence_texts if text is not None]
+    if not texts:
+        return None
+    context = _squash(result.context)
+    return sum(text in context for text in texts) / len(texts)
+
+
+def _f1(result: EvalResult, prediction: str) -> float:
+    if result.category.locomo_code is not None:
+        return locomo_f1(prediction, result.answer, result.category)
+    return token_f1(prediction, result.answer)
+
+
+def _mean(values: Sequence[float]) -> float | None:
+    return sum(values) / len(values) if values else None
+
+
+def _block(results: Sequence[EvalResult], judge: dict[int, float]) -> dict[str, Any]:
+    """The metrics of one group; ``judge`` maps positions *within the group* to scores."""
+    answered = [r for r in results if r.prediction is not None and r.error is None]
+    block: dict[str, Any] = {
+        "questions": len(results),
+        "answered": len(answered),
+        "errors": sum(r.error is not None for r in results),
+    }
+    answer_metrics: dict[str, Callable[[EvalResult, str], float]] = {
+        "f1": _f1,
+        "bleu1": lambda r, p: bleu1(p, r.answer),
+        "exact_match": lambda r, p: exact_match(p, r.answer),
+    }
+    for name, metric in answer_metrics.items():
+        block[name] = _mean([metric(r, r.prediction) for r in answered if r.prediction is not None])
+    judged = [judge[i] for i in range(len(results)) if i in judge]
+    block["judged"] = len(judged)
+    block["judge"] = _mean(judged)
+
+    containment = [c for c in map(context_containment, results) if c is not None]
+    block["with_evidence"] = len(containment)
+    block["context_recall"] = _mean(containment)
+    block["context_recall_any"] = _mean([float(c > 0) for c in containment])
+    block["context_recall_all"] = _mean([float(c == 1) for c in containment])
+
+    ranked = [r for r in results if r.ranked_turn_ids is not None and r.evidence_turns]
+    block["ranked"] = len(ranked)
+    for k in RANK_KS:
+        recall, all_recall, ndcg = [], [], []
+        for r in ranked:
+            assert r.ranked_turn_ids is not None
+            recall.append(evidence_recall_at_k(r.ranked_turn_ids, r.evidence_turns, k))
+            all_recall.append(all_evidence_recall_at_k(r.ranked_turn_ids, r.evidence_turns, k))
+            ndcg.append(ndcg_at_k(r.ranked_turn_ids, r.evidence_turns, k))
+        block[f"recall@{k}"] = _mean(recall)
+        block[f"all_recall@{k}"] = _mean(all_recall)
+        block[f"ndcg@{k}"] = _mean(ndcg)
+    return block
+
+
+def _group(
+    results: Sequence[EvalResult], judge: dict[int, float], keep: Iterable[int]
+) -> dict[str, Any]:
+    indices = list(keep)
+    local = {position: judge[i] for position, i in enumerate(indices) if i in judge}
+    return _block([results[i] for i in indices], local)
+
+
+def compute_metrics(
+    results: Sequence[EvalResult], judge_scores: Sequence[float] | None = None
+) -> dict[str, Any]:
+    """Per-category and overall metrics of ``results`` (from :func:`run_eval`).
+
+    Returns a JSON-ready dict:
+
+    * ``"overall"`` -- every question except LoCoMo's adversarial category (the
+      1,540 LoCoMo questions mem0 reports); LongMemEval abstention questions
+      keep their type and count here, as in the official overall.
+    * ``"overall_with_adversarial"`` -- every question (as MAGMA reports).
+    * ``"by_category"`` -- one block per category present, by category value.
+    * ``"counts"`` -- ``questions``, ``answered``, ``errors`` (failed LLM calls),
+      ``unanswered`` (no LLM), ``judged``, ``judge_errors`` (answered but not judged).
+    * ``"errors"`` -- ``{"sample_id", "question_id", "error"}`` of each failed call.
+
+    Each block has ``questions``, ``answered``, ``errors``; answer metrics over
+    the answered questions -- ``f1`` (:func:`~himga.eval.metrics.locomo_f1` for
+    LoCoMo categories, plain token F1 otherwise), ``bleu1``, ``exact_match``, and
+    ``judge`` (mean judge score over the ``judged`` questions); context
+    containment over the ``with_evidence`` questions -- ``context_recall`` (mean
+    fraction of evidence turns found in the context), ``context_recall_any``,
+    ``context_recall_all``; rank metrics over the ``ranked`` questions (searchable
+    memory, non-empty evidence) -- ``recall@k``, ``all_recall@k`` and ``ndcg@k``
+    for k in ``RANK_KS``. A metric with nothing to average is ``None``. Results
+    with an error are never scored as wrong: they are only counted.
+
+    ``judge_scores`` (e.g. from :func:`~himga.eval.judge.batch_judge`) align
+    with ``results``; ``NaN`` marks an unjudged result.
+    """
+    if judge_scores is not None and len(judge_scores) != len(results):
+        raise ValueError(f"judge_scores has {len(judge_scores)} scores for {len(results)} results")
+    judge = {
+        i: float(score)
+        for i, score in enumerate(judge_scores or ())
+        if not math.isnan(score) and results[i].error is None
+    }
+    everything = range(len(results))
+    by_category: dict[str, Any] = {}
+    for category in Category:
+        members = [i for i in everything if results[i].category is category]
+        if members:
+            by_category[category.value] = _group(results, judge, members)
+    answered = sum(r.prediction is not None and r.error is None for r in results)
+    errors = [r for r in results if r.error is not None]
+    metrics: dict[str, Any] = {
+        "counts": {
+            "questions": len(results),
+            "answered": answered,
+            "errors": len(errors),
+            "unanswered": sum(r.prediction is None and r.error is None for r in results),
+            "judged": len(judge),
+            "judge_errors": answered - len(judge) if judge_scores is not None else 0,
+        },
+        "overall": _group(
+            results,
+            judge,
+            (i for i in everything if results[i].category is not Category.ADVERSARIAL),
+        ),
+        "overall_with_adversarial": _group(results, judge, everything),
+        "by_category": by_category,
+        "errors": [
+            {"sample_id": r.sample_id, "question_id": r.question_id, "error": r.error}
+            for r in errors
+        ],
+    }
+    describe = getattr(judge_scores, "describe", None)
+    if callable(describe):
+        metrics["judge"] = describe()
+    return metrics

@@ -1,0 +1,121 @@
+"""The crash-safe JSONL checkpoint of an evaluation run.
+
+Layout: a header line ``{"himga_checkpoint": 1, "run": {...}}`` naming the run
+configuration, then one :class:`EvalResult` per line. Each line is written with
+one ``write`` and made durable (flush + ``fsync``) before the next question
+counts as done, so a ``kill -9`` loses at most the line being written; that torn
+last line is cut off when the file is opened again.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import IO, Any
+
+from himga.eval._result import EvalResult
+
+__all__ = ["Checkpoint", "CheckpointError", "CheckpointMismatchError"]
+
+_FORMAT = 1
+
+
+class CheckpointError(ValueError):
+    """A checkpoint file is malformed (the message names the file and line)."""
+
+
+class CheckpointMismatchError(CheckpointError):
+    """A checkpoint file belongs to a run with a different configuration."""
+
+
+class Checkpoint:
+    """An append-only, fsync'd JSONL record of finished questions.
+
+    ``run`` describes the configuration (memory, model, prompts); reopening a
+    file written under another configuration raises
+    :class:`CheckpointMismatchError` rather than mixing two runs.
+    """
+
+    def __init__(self, path: str | os.PathLike[str], run: Mapping[str, Any]) -> None:
+        self._path = Path(path)
+        self._run = json.loads(json.dumps(dict(run)))  # normalised as it is stored
+        self._file: IO[str] | None = None
+
+    @property
+    def path(self) -> Path:
+        """The checkpoint file."""
+        return self._path
+
+    def open(self) -> dict[tuple[str, str], EvalResult]:
+        """Open for appending; the results already recorded, by ``(sample_id, question_id)``.
+
+        A later line for the same question supersedes an earlier one (a retried error).
+        """
+        done: dict[tuple[str, str], EvalResult] = {}
+        has_header = False
+        if self._path.exists():
+            has_header = self._read(done)
+        self._path.parent.mkdir(parents=True, exist_ok=True)
+        self._file = self._path.open("a", encoding="utf-8")
+        if not has_header:
+            self._write_line({"himga_checkpoint": _FORMAT, "run": self._run})
+        return done
+
+    def _read(self, done: dict[tuple[str, str], EvalResult]) -> bool:
+        raw = self._path.read_bytes()
+        complete, _, torn = raw.rpartition(b"\n")
+        if torn:
+            # The process died while writing this line: it was never acknowledged.
+            with self._path.open("r+b") as file:
+                file.truncate(len(complete) + 1 if complete else 0)
+        if not complete:
+            return False
+        lines = complete.decode("utf-8").split("\n")
+        header = self._parse(lines[0], 1)
+        if header.get("himga_checkpoint") != _FORMAT or "run" not in header:
+            raise CheckpointError(f"{self._path}:1: not a himga checkpoint header")
+        if header["run"] != self._run:
+            differing = sorted(
+                key
+                for key in set(header["run"]) | set(self._run)
+                if header["run"].get(key) != self._run.get(key)
+            )
+            raise CheckpointMismatchError(
+                f"{self._path} was written by a run with a different configuration "
+                f"(differs in: {', '.join(differing)}); use another checkpoint file"
+            )
+        for number, line in enumerate(lines[1:], start=2):
+            try:
+                result = EvalResult.from_dict(self._parse(line, number))
+            except (KeyError, TypeError, ValueError) as exc:
+                raise CheckpointError(f"{self._path}:{number}: malformed result: {exc}") from exc
+            done[result.key] = result
+        return True
+
+    def _parse(self, line: str, number: int) -> dict[str, Any]:
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise CheckpointError(f"{self._path}:{number}: invalid JSON: {exc}") from exc
+        if not isinstance(record, dict):
+            raise CheckpointError(f"{self._path}:{number}: expected a JSON object")
+        return record
+
+    def append(self, result: EvalResult) -> None:
+        """Record ``result`` durably."""
+        self._write_line(result.to_dict())
+
+    def _write_line(self, record: Mapping[str, Any]) -> None:
+        if self._file is None:
+            raise RuntimeError("Checkpoint.append before Checkpoint.open")
+        self._file.write(json.dumps(record, ensure_ascii=False) + "\n")
+        self._file.flush()
+        os.fsync(self._file.fileno())
+
+    def close(self) -> None:
+        """Close the file (idempotent)."""
+        if self._file is not None:
+            self._file.close()
+            self._file = None

@@ -1,0 +1,88 @@
+"""One evaluated question: what was asked, what came back, and the gold to score it."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from himga.data.schema import Category
+
+__all__ = ["EvalResult"]
+
+
+@dataclass(frozen=True, slots=True)
+class EvalResult:
+    """The record of one question of a run.
+
+    Gold fields (``answer``, ``adversarial``, ``evidence_turns``,
+    ``evidence_texts``) are copied from the sample by the evaluation loop, on the
+    evaluator's side; the agent and the memory never see them.
+
+    * ``evidence_texts[i]`` is the text of the turn ``evidence_turns[i]`` in the
+      sample, ``None`` when the sample has no such turn.
+    * ``context`` is what the memory retrieved for the question.
+    * ``ranked_turn_ids`` are the turn ids of ``search(question, k)``, best
+      first, for memories implementing :class:`~himga.memory.SearchableMemory`;
+      ``None`` otherwise.
+    * ``prediction`` is ``None`` when no answer was produced: the run had no LLM,
+      or the call failed (then ``error`` says why). A result with an error is
+      reported, never scored.
+    * ``latency_s`` is the LLM call's wall time (``None`` without a call);
+      ``retrieval_latency_s`` that of ``retrieve`` (and ``search``).
+    """
+
+    sample_id: str
+    question_id: str
+    dataset: str
+    category: Category
+    question: str
+    answer: str
+    adversarial: bool
+    evidence_turns: tuple[str, ...]
+    evidence_texts: tuple[str | None, ...]
+    context: str
+    ranked_turn_ids: tuple[str | None, ...] | None
+    retrieval_latency_s: float
+    prediction: str | None = None
+    error: str | None = None
+    latency_s: float | None = None
+    input_tokens: int = 0
+    output_tokens: int = 0
+    model: str | None = None
+
+    @property
+    def key(self) -> tuple[str, str]:
+        """``(sample_id, question_id)``, unique within a run."""
+        return (self.sample_id, self.question_id)
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict (the category as its string value)."""
+        data = asdict(self)
+        data["category"] = self.category.value
+        return data
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> EvalResult:
+        """The inverse of :meth:`to_dict`; ``KeyError`` / ``ValueError`` on a malformed record."""
+        ranked = data["ranked_turn_ids"]
+        return cls(
+            sample_id=str(data["sample_id"]),
+            question_id=str(data["question_id"]),
+            dataset=str(data["dataset"]),
+            category=Category(data["category"]),
+            question=str(data["question"]),
+            answer=str(data["answer"]),
+            adversarial=bool(data["adversarial"]),
+            evidence_turns=tuple(data["evidence_turns"]),
+            evidence_texts=tuple(data["evidence_texts"]),
+            context=str(data["context"]),
+            ranked_turn_ids=None if ranked is None else tuple(ranked),
+            retrieval_latency_s=float(data["retrieval_latency_s"]),
+            prediction=data["prediction"],
+            error=data["error"],
+            latency_s=data["latency_s"],
+            input_tokens=int(data["input_tokens"]),
+            output_tokens=int(data["output_tokens"]),
+            model=data["model"],
+        )

@@ -1,0 +1,215 @@
+"""The evaluation loop: ingest each sample once, retrieve per question, answer concurrently."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import os
+import time
+from collections.abc import Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from tqdm.auto import tqdm
+
+from himga.agent._agent import BaseAgent, prompt_hashes
+from himga.data.schema import QAPair, Sample
+from himga.eval._checkpoint import Checkpoint
+from himga.eval._result import EvalResult
+from himga.memory._protocol import SearchableMemory
+
+__all__ = ["SEARCH_K", "DuplicateQuestionError", "arun_eval", "run_eval", "run_fingerprint"]
+
+SEARCH_K = 50
+
+
+class DuplicateQuestionError(ValueError):
+    """Two questions of the evaluated samples share ``(sample_id, question_id)``."""
+
+
+def run_fingerprint(agent: BaseAgent) -> dict[str, Any]:
+    """What identifies a run's configuration in its checkpoint: memory, model, prompts."""
+    memory = type(agent.memory)
+    llm = agent.llm
+    return {
+        "agent": f"{type(agent).__module__}:{type(agent).__qualname__}",
+        "memory": f"{memory.__module__}:{memory.__qualname__}",
+        "provider": None if llm is None else llm.provider,
+        "model": None if llm is None else llm.model,
+        "prompt_hashes": prompt_hashes(),
+    }
+
+
+def _conversation_only(sample: Sample) -> Sample:
+    # What the agent gets: the gold (questions, answers, evidence) and the
+    # auxiliary metadata are removed, so no agent or memory can read them.
+    return dataclasses.replace(sample, qa_pairs=(), metadata={})
+
+
+def _evidence_texts(sample: Sample, qa: QAPair) -> tuple[str | None, ...]:
+    texts = {message.turn_id: message.content for _, message in sample.iter_turns()}
+    return tuple(texts.get(turn) for turn in qa.evidence_turns)
+
+
+def _prepare(agent: BaseAgent, sample: Sample, pending: Sequence[QAPair]) -> list[EvalResult]:
+    """Runs on the memory thread: reset, ingest once, retrieve (and search) per question."""
+    memory = agent.memory
+    memory.reset()
+    agent.ingest_sample(_conversation_only(sample))
+    search = memory.search if isinstance(memory, SearchableMemory) else None
+    prepared = []
+    for qa in pending:
+        started = time.perf_counter()
+        context = agent.retrieve(qa.question)
+        ranked = None
+        if search is not None:
+            ranked = tuple(hit.turn_id for hit in search(qa.question, SEARCH_K))
+        prepared.append(
+            EvalResult(
+                sample_id=sample.sample_id,
+                question_id=qa.question_id,
+                dataset=sample.dataset,
+                category=qa.category,
+                question=qa.question,
+                answer=qa.answer,
+                adversarial=qa.adversarial,
+                evidence_turns=tuple(qa.evidence_turns),
+                evidence_texts=_evidence_texts(sample, qa),
+                context=context,
+                ranked_turn_ids=ranked,
+                retrieval_latency_s=time.perf_counter() - started,
+            )
+        )
+    return prepared
+
+
+async def _answer(agent: BaseAgent, result: EvalResult, slots: asyncio.Semaphore) -> EvalResult:
+    async with slots:
+        started = time.perf_counter()
+        try:
+            answer = await agent.aanswer(result.question, context=result.context)
+        except Exception as exc:  # failed after the client's own retries: report, don't score
+            return dataclasses.replace(
+                result,
+                error=f"{type(exc).__name__}: {exc}",
+                latency_s=time.perf_counter() - started,
+            )
+    return dataclasses.replace(
+        result,
+        prediction=answer.text,
+        latency_s=answer.latency_s,
+        input_tokens=answer.input_tokens,
+        output_tokens=answer.output_tokens,
+        model=answer.model,
+    )
+
+
+async def arun_eval(
+    samples: Iterable[Sample],
+    *,
+    agent: BaseAgent,
+    show_progress: bool = True,
+    checkpoint: str | os.PathLike[str] | None = None,
+    max_concurrency: int | None = None,
+) -> list[EvalResult]:
+    """The coroutine behind :func:`run_eval`, for callers already inside an event loop."""
+    llm = agent.llm
+    limit = max_concurrency or (llm.max_concurrency if llm is not None else 1)
+    if limit < 1:
+        raise ValueError(f"max_concurrency must be >= 1, got {limit}")
+    slots = asyncio.Semaphore(limit)
+    store = Checkpoint(checkpoint, run_fingerprint(agent)) if checkpoint is not None else None
+    finished: dict[tuple[str, str], EvalResult] = {}
+    if store is not None:
+        finished = {key: r for key, r in store.open().items() if r.error is None}
+    total = (
+        sum(len(sample.qa_pairs) for sample in samples) if isinstance(samples, Sequence) else None
+    )
+    progress = tqdm(
+        total=total, initial=len(finished), disable=not show_progress, unit="q", desc="eval"
+    )
+    order: list[tuple[str, str]] = []
+    seen: set[tuple[str, str]] = set()
+    tasks: list[asyncio.Task[None]] = []
+
+    def record(result: EvalResult) -> None:
+        finished[result.key] = result
+        if store is not None:
+            store.append(result)
+        progress.update(1)
+
+    async def answer_and_record(result: EvalResult) -> None:
+        record(await _answer(agent, result, slots))
+
+    loop = asyncio.get_running_loop()
+    # One dedicated thread owns the memory (ingest, retrieve, search, reset), so
+    # in-flight LLM calls progress while the next sample is ingested, and memories
+    # that are not thread-safe are still only ever touched from one thread.
+    memory_thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="himga-memory")
+    try:
+        for sample in samples:
+            pending = []
+            for qa in sample.qa_pairs:
+                key = (sample.sample_id, qa.question_id)
+                if key in seen:
+                    raise DuplicateQuestionError(
+                        f"sample {sample.sample_id!r}: question id {qa.question_id!r} repeats"
+                    )
+                seen.add(key)
+                order.append(key)
+                if key not in finished:
+                    pending.append(qa)
+            if not pending:
+                continue
+            prepared = await loop.run_in_executor(memory_thread, _prepare, agent, sample, pending)
+            for result in prepared:
+                if llm is None:
+                    record(result)
+                else:
+                    tasks.append(asyncio.ensure_future(answer_and_record(result)))
+        await asyncio.gather(*tasks)
+    finally:
+        for task in tasks:
+            task.cancel()
+        memory_thread.shutdown(wait=True)
+        progress.close()
+        if store is not None:
+            store.close()
+    return [finished[key] for key in order]
+
+
+def run_eval(
+    samples: Iterable[Sample],
+    *,
+    agent: BaseAgent,
+    show_progress: bool = True,
+    checkpoint: str | os.PathLike[str] | None = None,
+    max_concurrency: int | None = None,
+) -> list[EvalResult]:
+    """Evaluate ``agent`` on every question of ``samples``; one result per question, in order.
+
+    Per sample: ``memory.reset()``, then the conversation is ingested once
+    (without its questions, answers, evidence or metadata), then each question is
+    retrieved -- and searched (k = 50) when the memory is a
+    :class:`~himga.memory.SearchableMemory`. With an LLM the answers are
+    requested concurrently, at most ``max_concurrency`` (default: the client's
+    ``max_concurrency``) in flight, while later samples are ingested. A call
+    that still fails after the client's retries becomes a result with ``error``
+    set; the run goes on. Without an LLM (``agent.llm is None``) the results
+    carry the retrieval only.
+
+    ``checkpoint`` names a JSONL file: every finished question is appended and
+    fsync'd, and a rerun with the same file skips what is done (errors are
+    retried), so an interrupted run -- even by ``kill -9`` -- resumes without
+    duplicating or losing a question. Raises :class:`DuplicateQuestionError` when
+    two questions share a ``(sample_id, question_id)``.
+    """
+    return asyncio.run(
+        arun_eval(
+            samples,
+            agent=agent,
+            show_progress=show_progress,
+            checkpoint=checkpoint,
+            max_concurrency=max_concurrency,
+        )
+    )

@@ -1,0 +1,150 @@
+"""The JSONL checkpoint: resume, retry of errors, torn lines, and a real kill -9."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from himga.agent import BaseAgent
+from himga.eval import CheckpointError, CheckpointMismatchError, run_eval
+from himga.memory import NullMemory
+from tests.test_eval_support import RecordingMemory, ScriptedLLM, make_sample
+
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
+
+
+def _keys(path: Path) -> list[tuple[str, str]]:
+    lines = path.read_text(encoding="utf-8").splitlines()
+    assert json.loads(lines[0])["himga_checkpoint"] == 1
+    return [(r["sample_id"], r["question_id"]) for r in map(json.loads, lines[1:])]
+
+
+def test_rerun_skips_finished_questions_and_retries_errors(tmp_path: Path) -> None:
+    path = tmp_path / "run.jsonl"
+    samples = [make_sample("a", questions=4), make_sample("b", questions=4)]
+    flaky = ScriptedLLM(fail=lambda prompt: "topic1x2" in prompt)
+    first = run_eval(
+        samples,
+        agent=BaseAgent(memory=RecordingMemory(), llm=flaky),
+        checkpoint=path,
+        show_progress=False,
+    )
+    failed = {r.key for r in first if r.error is not None}
+    assert failed
+
+    healthy = ScriptedLLM()
+    memory = RecordingMemory()
+    second = run_eval(
+        samples, agent=BaseAgent(memory=memory, llm=healthy), checkpoint=path, show_progress=False
+    )
+    assert len(healthy.calls) == len(failed)  # only the errors are asked again
+    assert all(r.error is None and r.prediction for r in second)
+    assert [r.key for r in second] == [r.key for r in first]
+    assert {r.key: r for r in second if r.key not in failed} == {
+        r.key: r for r in first if r.key not in failed
+    }
+    # a sample with nothing left to do is not even ingested
+    assert len(memory.calls("reset")) == len({key[0] for key in failed})
+
+    third = ScriptedLLM()
+    run_eval(
+        samples,
+        agent=BaseAgent(memory=RecordingMemory(), llm=third),
+        checkpoint=path,
+        show_progress=False,
+    )
+    assert third.calls == []
+
+
+def test_a_torn_last_line_is_dropped_and_redone(tmp_path: Path) -> None:
+    path = tmp_path / "run.jsonl"
+    samples = [make_sample("a", questions=3)]
+    agent = BaseAgent(memory=NullMemory(), llm=ScriptedLLM())
+    run_eval(samples, agent=agent, checkpoint=path, show_progress=False)
+    lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
+    path.write_text("".join(lines[:-1]) + lines[-1][: len(lines[-1]) // 2], encoding="utf-8")
+
+    llm = ScriptedLLM()
+    results = run_eval(
+        samples, agent=BaseAgent(memory=NullMemory(), llm=llm), checkpoint=path, show_progress=False
+    )
+    assert len(llm.calls) == 1
+    assert len(results) == 3
+    assert sorted(_keys(path)) == sorted(r.key for r in results)
+
+
+def test_a_checkpoint_of_another_configuration_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "run.jsonl"
+    samples = [make_sample("a", questions=1)]
+    run_eval(samples, agent=BaseAgent(memory=NullMemory()), checkpoint=path, show_progress=False)
+    with pytest.raises(CheckpointMismatchError, match=r"memory"):
+        run_eval(
+            samples, agent=BaseAgent(memory=RecordingMemory()), checkpoint=path, show_progress=False
+        )
+
+
+def test_a_corrupt_line_names_file_and_line(tmp_path: Path) -> None:
+    path = tmp_path / "run.jsonl"
+    samples = [make_sample("a", questions=2)]
+    run_eval(samples, agent=BaseAgent(memory=NullMemory()), checkpoint=path, show_progress=False)
+    lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
+    path.write_text(lines[0] + "{not json\n" + "".join(lines[1:]), encoding="utf-8")
+    with pytest.raises(CheckpointError, match=r"run\.jsonl:2"):
+        run_eval(
+            samples, agent=BaseAgent(memory=NullMemory()), checkpoint=path, show_progress=False
+        )
+
+
+_CHILD = """
+import sys
+from himga.agent import BaseAgent
+from himga.eval import run_eval
+from tests.test_eval_support import RecordingMemory, ScriptedLLM, make_sample
+
+samples = [make_sample(f"s{i}", questions=10) for i in range(10)]
+llm = ScriptedLLM(delay=float(sys.argv[2]), max_concurrency=4)
+agent = BaseAgent(memory=RecordingMemory(), llm=llm)
+results = run_eval(samples, agent=agent, show_progress=False, checkpoint=sys.argv[1])
+print(len(results), len({r.key for r in results}), sum(r.error is not None for r in results))
+"""
+
+
+def _child(path: Path, delay: float) -> subprocess.Popen[str]:
+    env = {**os.environ, "PYTHONPATH": str(PROJECT_ROOT)}
+    return subprocess.Popen(
+        [sys.executable, "-c", _CHILD, str(path), str(delay)],
+        cwd=PROJECT_ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+
+
+@pytest.mark.skipif(not hasattr(signal, "SIGKILL"), reason="needs SIGKILL")
+def test_kill_9_mid_run_then_resume_loses_and_duplicates_nothing(tmp_path: Path) -> None:
+    path = tmp_path / "run.jsonl"
+    child = _child(path, delay=0.2)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if path.exists() and path.read_text(encoding="utf-8").count("\n") > 10:
+            break
+        time.sleep(0.02)
+    os.kill(child.pid, signal.SIGKILL)
+    child.communicate()
+    assert child.returncode == -signal.SIGKILL
+    done_before = path.read_text(encoding="utf-8").count("\n") - 1  # minus the header
+    assert 10 <= done_before < 100  # killed mid-run
+
+    resumed = _child(path, delay=0.0)
+    out, _ = resumed.communicate(timeout=60)
+    assert resumed.returncode == 0
+    assert out.split() == ["100", "100", "0"]
+    keys = _keys(path)
+    assert len(keys) == len(set(keys)) == 100
