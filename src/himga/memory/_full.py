@@ -9,11 +9,7 @@ __all__ = ["FullContextMemory"]
 
 
 def _approx_tokens(text: str) -> int:
-    """An approximate token count: one token per 4 characters, rounded up.
-
-    The usual rule of thumb for English with BPE tokenizers; no tokenizer is
-    loaded, so the budget is a size guard, not an exact model limit.
-    """
+    """One token per 4 characters, rounded up."""
     return -(-len(text) // 4)
 
 
@@ -22,9 +18,12 @@ class FullContextMemory:
 
     Each line is ``"[<session date>] <speaker>: <content>"`` (no bracket when the
     session has no date), in ingestion order, joined by newlines. With
-    ``max_tokens`` set, only the most recent lines whose total
-    approximate token count (each line plus its newline) fits the budget are kept;
-    if the latest line alone exceeds it, ``retrieve`` returns ``""``.
+    ``max_tokens`` set, only the most recent lines whose total approximate
+    token count fits the budget are kept; if the latest line alone exceeds it,
+    ``retrieve`` returns ``""``. No tokenizer is loaded: a line costs one token
+    per 4 characters, rounded up, plus one for its newline (the usual rule of
+    thumb for English BPE tokenizers, so the budget is a size guard, not an
+    exact model limit).
 
     The "full-context" baseline of the MAGMA and mem0 tables. It does not rank,
     so it is not a :class:`~himga.memory.SearchableMemory`.
