@@ -41,8 +41,8 @@ def _openai(server: FakeLLMServer, max_retries: int = 0) -> openai.OpenAI:
     )
 
 
-def _post(url: str, body: bytes) -> tuple[int, object]:
-    request = urllib.request.Request(url, data=body, method="POST")
+def _post(url: str, body: bytes, headers: dict[str, str] | None = None) -> tuple[int, object]:
+    request = urllib.request.Request(url, data=body, headers=headers or {}, method="POST")
     try:
         with urllib.request.urlopen(request, timeout=10) as response:
             return response.status, json.loads(response.read())
@@ -50,10 +50,10 @@ def _post(url: str, body: bytes) -> tuple[int, object]:
         return exc.code, json.loads(exc.read())
 
 
-def test_import_is_stdlib_only() -> None:
+def test_import_needs_no_sdk() -> None:
     code = (
         "import sys, himga.testing.llm_server; "
-        "bad = {'anthropic', 'openai', 'hypothesis', 'httpx'} & set(sys.modules); "
+        "bad = {'anthropic', 'openai', 'httpx', 'httpx2'} & set(sys.modules); "
         "print(sorted(bad))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
@@ -130,6 +130,40 @@ def test_anthropic_rejects_system_role_in_messages(shared_server: FakeLLMServer)
         )
     assert info.value.status_code == 400
     assert "messages.0.role" in info.value.message
+
+
+def test_anthropic_rejects_sampling_parameters_from_api_2026_10_21(
+    shared_server: FakeLLMServer,
+) -> None:
+    body = {
+        "model": "m",
+        "max_tokens": 8,
+        "temperature": 0,
+        "messages": [{"role": "user", "content": "x"}],
+    }
+    status, reply = _post(
+        shared_server.anthropic_base_url + "/v1/messages",
+        json.dumps(body).encode(),
+        {"anthropic-version": "2026-10-21"},
+    )
+    assert (status, reply) == (
+        400,
+        {
+            "type": "error",
+            "error": {
+                "type": "invalid_request_error",
+                "message": "temperature: Extra inputs are not permitted",
+            },
+        },
+    )
+    status, _ = _post(
+        shared_server.anthropic_base_url + "/v1/messages",
+        json.dumps(body).encode(),
+        {"anthropic-version": "2023-06-01"},
+    )
+    assert status == 200
+    status, _ = _post(shared_server.anthropic_base_url + "/v1/messages", json.dumps(body).encode())
+    assert status == 400
 
 
 def test_unknown_route_and_bad_json_get_error_bodies(shared_server: FakeLLMServer) -> None:

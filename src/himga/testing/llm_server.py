@@ -49,6 +49,9 @@ _ANTHROPIC_ERROR_TYPES = {
     500: "api_error",
     529: "overloaded_error",
 }
+# From API version 2026-10-21 (sent by anthropic SDK >= 2) any sampling parameter is a 400.
+_NO_SAMPLING_VERSION = "2026-10-21"
+_SAMPLING_PARAMETERS = ("temperature", "top_p", "top_k")
 _OPENAI_ERROR_TYPES = {
     400: "invalid_request_error",
     401: "invalid_request_error",
@@ -119,9 +122,11 @@ class FakeLLMServer:
 
     ``api_key``, when set, must be sent (``x-api-key`` or ``Authorization: Bearer``)
     or the request fails with 401. Requests must be valid for their API: an
-    Anthropic request needs ``model``, an integer ``max_tokens`` and ``messages``
-    with only ``user``/``assistant`` roles (system prompts go in ``system``);
-    violations get a 400 with an ``invalid_request_error`` body.
+    Anthropic request needs an ``anthropic-version`` header, ``model``, an integer
+    ``max_tokens`` and ``messages`` with only ``user``/``assistant`` roles (system
+    prompts go in ``system``), and from version ``2026-10-21`` no ``temperature``,
+    ``top_p`` or ``top_k``, as the real API; violations get a 400 with an
+    ``invalid_request_error`` body.
 
     ``latency`` seconds are slept in every request before it is answered.
     Handles many concurrent connections (one daemon thread each).
@@ -341,7 +346,7 @@ class FakeLLMServer:
                 return status, extra, reply
             try:
                 body = json.loads(raw)
-                messages = _parse_request(api, body)
+                messages = _parse_request(api, body, headers)
             except (ValueError, _BadRequest) as exc:
                 status, reply = 400, _error_body(api, 400, str(exc))
                 return status, extra, reply
@@ -426,7 +431,7 @@ def _text_of(content: Any, where: str) -> str:
     raise _BadRequest(f"{where}: content must be a string or a list of content blocks")
 
 
-def _parse_request(api: str, body: Any) -> list[ChatMessage]:
+def _parse_request(api: str, body: Any, headers: Any) -> list[ChatMessage]:
     """The conversation in ``body``, OpenAI style; raises :class:`_BadRequest` if malformed."""
     if not isinstance(body, dict):
         raise _BadRequest("body: expected a JSON object")
@@ -442,6 +447,12 @@ def _parse_request(api: str, body: Any) -> list[ChatMessage]:
     )
     messages: list[ChatMessage] = []
     if api == "anthropic":
+        version = headers.get("anthropic-version")
+        if not version:
+            raise _BadRequest("anthropic-version: header is required")
+        sampling = [name for name in _SAMPLING_PARAMETERS if name in body]
+        if sampling and version >= _NO_SAMPLING_VERSION:
+            raise _BadRequest(f"{sampling[0]}: Extra inputs are not permitted")
         if not isinstance(body.get("max_tokens"), int) or body["max_tokens"] < 1:
             raise _BadRequest("max_tokens: field required (a positive integer)")
         if "system" in body:

@@ -1,0 +1,99 @@
+"""The Anthropic Messages API through the official ``anthropic`` SDK."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, ClassVar
+
+from himga._extras import require
+from himga.llm._client import SDKClient, check_roles
+from himga.llm._errors import LLMConfigError, LLMError
+from himga.llm._protocol import ChatMessage, Completion
+
+__all__ = ["AnthropicClient"]
+
+_ROLES = frozenset({"system", "user", "assistant"})
+
+
+class AnthropicClient(SDKClient):
+    """Claude models over ``anthropic.Anthropic`` / ``anthropic.AsyncAnthropic``.
+
+    Leading ``{"role": "system"}`` messages become the request's ``system``
+    parameter (joined by blank lines), since the Messages API accepts only
+    ``user``/``assistant`` turns; a system message after a turn is a ValueError.
+    Every request sends ``max_tokens`` (the API requires it). No sampling
+    parameter is sent: from API version ``2026-10-21`` (the default of anthropic
+    SDK >= 2) ``temperature``, ``top_p`` and ``top_k`` are rejected, so
+    ``temperature`` must be ``None``.
+    """
+
+    provider: ClassVar[str] = "anthropic"
+
+    def _check_temperature(self, temperature: float | None) -> None:
+        if temperature is not None:
+            raise LLMConfigError(
+                f"temperature={temperature!r}: the Anthropic Messages API (version 2026-10-21, "
+                "anthropic SDK >= 2) rejects sampling parameters; pass temperature=None"
+            )
+
+    def _import_sdk(self) -> Any:
+        return require("anthropic", extra="anthropic", purpose="The Anthropic client")
+
+    @property
+    def _default_base_url(self) -> str:
+        return "https://api.anthropic.com"
+
+    def _new_sdk(self, *, asynchronous: bool) -> Any:
+        cls = self._sdk_module.AsyncAnthropic if asynchronous else self._sdk_module.Anthropic
+        options: dict[str, Any] = {}
+        if self._base_url is not None:
+            options["base_url"] = self._base_url
+        return cls(
+            api_key=self._api_key, max_retries=self.max_retries, timeout=self.timeout, **options
+        )
+
+    def _request(self, messages: Sequence[ChatMessage], max_tokens: int) -> dict[str, Any]:
+        check_roles(messages, _ROLES)
+        n_system = 0
+        while n_system < len(messages) and messages[n_system]["role"] == "system":
+            n_system += 1
+        turns = messages[n_system:]
+        for i, message in enumerate(turns, start=n_system):
+            if message["role"] == "system":
+                raise ValueError(
+                    f"messages[{i}]: a system message must come before every user/assistant "
+                    "message (Anthropic takes the system prompt as a separate parameter)"
+                )
+        if not turns:
+            raise ValueError("messages hold no user/assistant message")
+        request: dict[str, Any] = {
+            "model": self._model,
+            "max_tokens": max_tokens,
+            "messages": [{"role": m["role"], "content": m["content"]} for m in turns],
+        }
+        if n_system:
+            request["system"] = "\n\n".join(m["content"] for m in messages[:n_system])
+        return request
+
+    def _send(self, sdk: Any, request: dict[str, Any]) -> Any:
+        return sdk.messages.create(**request)
+
+    async def _asend(self, sdk: Any, request: dict[str, Any]) -> Any:
+        return await sdk.messages.create(**request)
+
+    def _parse(self, reply: Any) -> Completion:
+        texts = [block.text for block in reply.content if block.type == "text"]
+        if not texts and reply.stop_reason != "max_tokens":
+            raise LLMError(
+                f"anthropic reply from model {self._model!r} holds no text "
+                f"(stop_reason={reply.stop_reason!r})",
+                provider=self.provider,
+                model=self._model,
+                status_code=None,
+            )
+        return Completion(
+            text="".join(texts),
+            input_tokens=reply.usage.input_tokens,
+            output_tokens=reply.usage.output_tokens,
+            model=reply.model,
+        )

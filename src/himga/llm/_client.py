@@ -1,0 +1,258 @@
+"""What every SDK-backed client shares: per-event-loop state, the concurrency bound, usage, errors.
+
+A subclass says how to build the SDK clients, turn chat messages into a request
+and a reply into a :class:`Completion`; retries are left to the SDK
+(``max_retries``), which backs off on 408/409/429/5xx (Anthropic's 529 included)
+and connection errors, honouring ``retry-after-ms`` / ``retry-after``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import weakref
+from abc import ABC, abstractmethod
+from collections.abc import AsyncGenerator, Sequence
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from himga.llm._errors import LLMError
+from himga.llm._protocol import ChatMessage, Completion
+from himga.llm._usage import TokenUsage, UsageCounter
+
+__all__ = ["SDKClient", "check_roles"]
+
+
+@dataclass(frozen=True, slots=True)
+class _LoopState:
+    """Objects bound to one event loop: they must not be shared with another loop."""
+
+    semaphore: asyncio.Semaphore
+    sdk: Any
+    closer: AsyncGenerator[None, None]
+
+
+async def _close_at_shutdown(sdk: Any) -> AsyncGenerator[None, None]:
+    """Wait until the event loop finalises this generator, then close ``sdk``."""
+    try:
+        yield
+    finally:
+        await sdk.close()
+
+
+class SDKClient(ABC):
+    """An :class:`~himga.llm.LLMClient` over an official provider SDK.
+
+    ``achat`` may be awaited from any number of event loops over the client's
+    life (``asyncio.run`` twice, say): each loop gets its own semaphore of
+    ``max_concurrency`` permits and its own async SDK client. ``chat`` uses one
+    blocking SDK client shared by all threads. Every call adds to :attr:`usage`.
+    """
+
+    provider: ClassVar[str]
+
+    def __init__(
+        self,
+        *,
+        api_key: str,
+        model: str,
+        base_url: str | None,
+        max_concurrency: int,
+        max_retries: int,
+        timeout: float,
+        temperature: float | None,
+        max_tokens: int,
+    ) -> None:
+        if not api_key:
+            raise ValueError("api_key must be a non-empty string")
+        if not model:
+            raise ValueError("model must be a non-empty string")
+        if max_concurrency < 1:
+            raise ValueError(f"max_concurrency must be >= 1, got {max_concurrency!r}")
+        if max_retries < 0:
+            raise ValueError(f"max_retries must be >= 0, got {max_retries!r}")
+        if timeout <= 0:
+            raise ValueError(f"timeout must be > 0 seconds, got {timeout!r}")
+        if max_tokens < 1:
+            raise ValueError(f"max_tokens must be >= 1, got {max_tokens!r}")
+        self._check_temperature(temperature)
+        self._sdk_module = self._import_sdk()
+        # The SDK's base exception for failed requests (``anthropic.APIError``, ...).
+        self._sdk_error: type[Exception] = self._sdk_module.APIError
+        self._api_key = api_key
+        self._model = model
+        self._base_url = base_url
+        self._max_concurrency = max_concurrency
+        self.max_retries = max_retries
+        self.timeout = timeout
+        self.temperature = temperature
+        self.max_tokens = max_tokens
+        self._usage = UsageCounter()
+        self._lock = threading.Lock()
+        self._sync_sdk: Any = None
+        self._loops: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _LoopState] = (
+            weakref.WeakKeyDictionary()
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"{type(self).__name__}(model={self._model!r}, base_url={self.base_url!r}, "
+            f"max_concurrency={self._max_concurrency}, max_retries={self.max_retries})"
+        )
+
+    @property
+    def model(self) -> str:
+        """The model every call uses."""
+        return self._model
+
+    @property
+    def max_concurrency(self) -> int:
+        """How many ``achat`` calls of one event loop may be in flight at once."""
+        return self._max_concurrency
+
+    @property
+    def base_url(self) -> str:
+        """The endpoint requests go to."""
+        return self._base_url if self._base_url is not None else self._default_base_url
+
+    @property
+    def usage(self) -> TokenUsage:
+        """Calls and tokens so far, over ``chat`` and ``achat`` together."""
+        return self._usage.snapshot()
+
+    # -- the two ways to call ----------------------------------------------------------
+
+    def chat(self, messages: Sequence[ChatMessage], /, *, max_tokens: int | None = None) -> str:
+        """The reply text to ``messages``, blocking; raises :class:`LLMError` after retries."""
+        request = self._request(messages, self._max_tokens(max_tokens))
+        with self._lock:
+            if self._sync_sdk is None:
+                self._sync_sdk = self._new_sdk(asynchronous=False)
+            sdk = self._sync_sdk
+        try:
+            reply = self._send(sdk, request)
+        except self._sdk_error as exc:
+            self._usage.add_failure()
+            raise self._failure(exc) from exc
+        return self._completed(reply).text
+
+    async def achat(
+        self, messages: Sequence[ChatMessage], /, *, max_tokens: int | None = None
+    ) -> Completion:
+        """The reply to ``messages`` with its usage; at most ``max_concurrency`` run at once."""
+        request = self._request(messages, self._max_tokens(max_tokens))
+        state = await self._loop_state()
+        async with state.semaphore:
+            try:
+                reply = await self._asend(state.sdk, request)
+            except self._sdk_error as exc:
+                self._usage.add_failure()
+                raise self._failure(exc) from exc
+        return self._completed(reply)
+
+    def close(self) -> None:
+        """Close the blocking SDK client (a later ``chat`` opens a new one)."""
+        with self._lock:
+            sdk, self._sync_sdk = self._sync_sdk, None
+        if sdk is not None:
+            sdk.close()
+
+    async def aclose(self) -> None:
+        """Close the async SDK client of the running event loop (a later ``achat`` opens one)."""
+        with self._lock:
+            state = self._loops.pop(asyncio.get_running_loop(), None)
+        if state is not None:
+            await state.closer.aclose()
+
+    # -- helpers -----------------------------------------------------------------------
+
+    def _max_tokens(self, max_tokens: int | None) -> int:
+        if max_tokens is None:
+            return self.max_tokens
+        if max_tokens < 1:
+            raise ValueError(f"max_tokens must be >= 1, got {max_tokens!r}")
+        return max_tokens
+
+    async def _loop_state(self) -> _LoopState:
+        loop = asyncio.get_running_loop()
+        with self._lock:
+            state = self._loops.get(loop)
+            if state is not None:
+                return state
+            sdk = self._new_sdk(asynchronous=True)
+            state = _LoopState(
+                asyncio.Semaphore(self._max_concurrency), sdk, _close_at_shutdown(sdk)
+            )
+            self._loops[loop] = state
+        # Started inside the loop, the generator is registered with it, so the loop's
+        # shutdown_asyncgens() (which asyncio.run calls) closes the SDK client there,
+        # instead of leaving its sockets to the garbage collector of a closed loop.
+        await anext(state.closer)
+        return state
+
+    def _completed(self, reply: Any) -> Completion:
+        try:
+            completion = self._parse(reply)
+        except LLMError:
+            self._usage.add_failure()
+            raise
+        self._usage.add_call(completion.input_tokens, completion.output_tokens)
+        return completion
+
+    def _failure(self, exc: Exception) -> LLMError:
+        status = getattr(exc, "status_code", None)
+        detail = str(exc).replace(self._api_key, "***")
+        what = f"HTTP {status}" if isinstance(status, int) else type(exc).__name__
+        return LLMError(
+            f"{self.provider} call to model {self._model!r} at {self.base_url} failed "
+            f"(max_retries={self.max_retries}): {what}: {detail}",
+            provider=self.provider,
+            model=self._model,
+            status_code=status if isinstance(status, int) else None,
+        )
+
+    # -- provider specifics ---------------------------------------------------------------
+
+    @abstractmethod
+    def _check_temperature(self, temperature: float | None) -> None:
+        """Raise LLMConfigError if the provider cannot take ``temperature``."""
+
+    @abstractmethod
+    def _import_sdk(self) -> Any:
+        """The SDK module, through :func:`himga._extras.require`."""
+
+    @property
+    @abstractmethod
+    def _default_base_url(self) -> str:
+        """The SDK's endpoint when no base URL is configured."""
+
+    @abstractmethod
+    def _new_sdk(self, *, asynchronous: bool) -> Any:
+        """A new SDK client (async or blocking) with this client's key, URL, retries, timeout."""
+
+    @abstractmethod
+    def _request(self, messages: Sequence[ChatMessage], max_tokens: int) -> dict[str, Any]:
+        """The SDK ``create`` keyword arguments for ``messages``; ValueError if they are invalid."""
+
+    @abstractmethod
+    def _send(self, sdk: Any, request: dict[str, Any]) -> Any:
+        """Perform ``request`` with a blocking SDK client."""
+
+    @abstractmethod
+    async def _asend(self, sdk: Any, request: dict[str, Any]) -> Any:
+        """Perform ``request`` with an async SDK client."""
+
+    @abstractmethod
+    def _parse(self, reply: Any) -> Completion:
+        """The :class:`Completion` in an SDK reply; LLMError if it holds no text."""
+
+
+def check_roles(messages: Sequence[ChatMessage], allowed: frozenset[str]) -> None:
+    """Raise ValueError naming the first message whose role is not in ``allowed``."""
+    if not messages:
+        raise ValueError("messages must not be empty")
+    for i, message in enumerate(messages):
+        if message["role"] not in allowed:
+            raise ValueError(
+                f"messages[{i}]: role {message['role']!r} is not one of {sorted(allowed)}"
+            )

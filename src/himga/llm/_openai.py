@@ -1,0 +1,88 @@
+"""OpenAI Chat Completions (and compatible servers) through the official ``openai`` SDK."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from typing import Any, ClassVar
+
+from himga._extras import require
+from himga.llm._client import SDKClient, check_roles
+from himga.llm._errors import LLMConfigError, LLMError
+from himga.llm._protocol import ChatMessage, Completion
+
+__all__ = ["OpenAIClient"]
+
+_log = logging.getLogger("himga.llm")
+_ROLES = frozenset({"system", "developer", "user", "assistant"})
+
+
+class OpenAIClient(SDKClient):
+    """Chat models over ``openai.OpenAI`` / ``openai.AsyncOpenAI``.
+
+    Also serves any OpenAI-compatible server (vLLM, Ollama, llama.cpp) through
+    ``base_url``. Messages are sent as given; every request sends ``max_tokens``,
+    and ``temperature`` unless it is ``None`` (then the server's default applies).
+    A server that reports no usage counts 0 tokens for that call and logs a
+    warning on the ``himga.llm`` logger.
+    """
+
+    provider: ClassVar[str] = "openai"
+
+    def _check_temperature(self, temperature: float | None) -> None:
+        if temperature is not None and not 0.0 <= temperature <= 2.0:
+            raise LLMConfigError(f"temperature must be in [0, 2] or None, got {temperature!r}")
+
+    def _import_sdk(self) -> Any:
+        return require("openai", extra="openai", purpose="The OpenAI client")
+
+    @property
+    def _default_base_url(self) -> str:
+        return "https://api.openai.com/v1"
+
+    def _new_sdk(self, *, asynchronous: bool) -> Any:
+        cls = self._sdk_module.AsyncOpenAI if asynchronous else self._sdk_module.OpenAI
+        options: dict[str, Any] = {}
+        if self._base_url is not None:
+            options["base_url"] = self._base_url
+        return cls(
+            api_key=self._api_key, max_retries=self.max_retries, timeout=self.timeout, **options
+        )
+
+    def _request(self, messages: Sequence[ChatMessage], max_tokens: int) -> dict[str, Any]:
+        check_roles(messages, _ROLES)
+        request: dict[str, Any] = {
+            "model": self._model,
+            "max_tokens": max_tokens,
+            "messages": [{"role": m["role"], "content": m["content"]} for m in messages],
+        }
+        if self.temperature is not None:
+            request["temperature"] = self.temperature
+        return request
+
+    def _send(self, sdk: Any, request: dict[str, Any]) -> Any:
+        return sdk.chat.completions.create(**request)
+
+    async def _asend(self, sdk: Any, request: dict[str, Any]) -> Any:
+        return await sdk.chat.completions.create(**request)
+
+    def _parse(self, reply: Any) -> Completion:
+        choice = reply.choices[0] if reply.choices else None
+        text = choice.message.content if choice is not None else None
+        if text is None:
+            reason = choice.finish_reason if choice is not None else "no choices"
+            raise LLMError(
+                f"openai reply from model {self._model!r} holds no text (finish_reason={reason!r})",
+                provider=self.provider,
+                model=self._model,
+                status_code=None,
+            )
+        usage = reply.usage
+        if usage is None:
+            _log.warning("%s reported no token usage; counting 0 tokens", self.base_url)
+        return Completion(
+            text=text,
+            input_tokens=usage.prompt_tokens if usage is not None else 0,
+            output_tokens=usage.completion_tokens if usage is not None else 0,
+            model=reply.model,
+        )
