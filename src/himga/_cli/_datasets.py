@@ -1,16 +1,85 @@
-"""Placeholder: `himga datasets` is being written."""
+"""``himga datasets``: the known datasets, where each resolves (or why not), and their stats."""
 
 from __future__ import annotations
 
 import argparse
+import warnings
 from typing import Any
+
+from himga.data import (
+    DATASETS,
+    Category,
+    DatasetError,
+    DatasetNotFoundError,
+    dataset_stats,
+    iter_dataset,
+    resolve_dataset,
+)
+from himga.data._stats import CHARS_PER_TOKEN
+
+__all__ = ["register", "run"]
 
 
 def register(commands: Any) -> None:
-    parser = commands.add_parser("datasets", help="(being written)")
+    """Add the ``datasets`` subcommand."""
+    parser = commands.add_parser(
+        "datasets",
+        help="list the known datasets, where each resolves, and their statistics",
+        description=(
+            "List the known datasets, where each resolves (explicit path, $HIMGA_DATA_DIR, "
+            "the cache) and, for those found, samples, questions per category, turns and "
+            f"approximate tokens (characters / {CHARS_PER_TOKEN}). Never downloads."
+        ),
+    )
+    parser.add_argument(
+        "names",
+        nargs="*",
+        metavar="NAME",
+        help=f"datasets to show (default: all of {', '.join(DATASETS)})",
+    )
+    parser.add_argument("--path", help="read NAME from this file or directory (one NAME only)")
+    parser.add_argument("--no-stats", action="store_true", help="only show where each resolves")
     parser.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    print("himga datasets: not implemented yet")
-    return 2
+    """Print the report; exit code 1 if a dataset that resolved is malformed, 2 on bad usage."""
+    names: list[str] = args.names or list(DATASETS)
+    unknown = [n for n in names if n not in DATASETS]
+    if unknown:
+        print(
+            f"himga datasets: unknown dataset(s) {', '.join(unknown)}; known: {', '.join(DATASETS)}"
+        )
+        return 2
+    if args.path is not None and len(names) != 1:
+        print("himga datasets: --path needs exactly one NAME")
+        return 2
+    status = 0
+    for name in names:
+        print(f"{name}: {DATASETS[name].description}")
+        try:
+            resolution = resolve_dataset(name, path=args.path, download=False)
+        except DatasetNotFoundError as exc:
+            print(f"  not found: {exc}")
+            continue
+        print(f"  resolves to {resolution.path} (from {resolution.source})")
+        if args.no_stats:
+            continue
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            try:
+                stats = dataset_stats(iter_dataset(name, path=resolution.path, download=False))
+            except DatasetError as exc:
+                print(f"  malformed: {exc}")
+                status = 1
+                continue
+        print(
+            f"  samples {stats.samples:,} | sessions {stats.sessions:,} | turns {stats.turns:,}"
+            f" | questions {stats.questions:,} | ~{stats.approx_tokens:,} tokens"
+        )
+        order = {category.value: i for i, category in enumerate(Category)}
+        per_category = sorted(stats.questions_per_category.items(), key=lambda kv: order[kv[0]])
+        print("  questions per category: " + ", ".join(f"{c} {n:,}" for c, n in per_category))
+        for warning in caught:
+            print(f"  warning: {warning.message}")
+    return status

@@ -1,0 +1,83 @@
+"""Exceptions and warnings of the dataset loaders."""
+
+from __future__ import annotations
+
+from os import PathLike
+
+__all__ = [
+    "ChecksumMismatchError",
+    "DatasetError",
+    "DatasetNotFoundError",
+    "DatasetWarning",
+    "DownloadError",
+    "EvidenceWarning",
+    "UnknownCategoryWarning",
+    "UnknownDatasetError",
+    "UnverifiedDownloadWarning",
+]
+
+
+class DatasetError(ValueError):
+    """A dataset file is malformed: its message names the file, the sample and the field.
+
+    ``file``, ``sample`` and ``field`` are also kept as attributes (``None`` when
+    the problem is not tied to one, e.g. a file that is not JSON at all).
+    """
+
+    def __init__(
+        self,
+        file: str | PathLike[str],
+        problem: str,
+        *,
+        sample: str | None = None,
+        field: str | None = None,
+    ) -> None:
+        self.file = str(file)
+        self.sample = sample
+        self.field = field
+        self.problem = problem
+        where = [self.file]
+        if sample is not None:
+            where.append(f"sample {sample}")
+        if field is not None:
+            where.append(f"field {field!r}")
+        super().__init__(f"{': '.join(where)}: {problem}")
+
+
+class ChecksumMismatchError(DatasetError):
+    """A downloaded file does not have the pinned sha256; nothing was kept."""
+
+
+class UnknownDatasetError(ValueError):
+    """The dataset name is not one himga knows."""
+
+
+class DatasetNotFoundError(FileNotFoundError):
+    """No copy of the dataset was found and none could be downloaded.
+
+    The message says what to download and where to put it.
+    """
+
+
+class DownloadError(OSError):
+    """The download itself failed (network, HTTP status); nothing was kept."""
+
+
+class DatasetWarning(UserWarning):
+    """Base class of the loaders' warnings: the data is loaded, but something is off."""
+
+
+class EvidenceWarning(DatasetWarning):
+    """An evidence id names no turn (or session) of its sample.
+
+    The id stays in ``QAPair.evidence`` and is left out of ``QAPair.evidence_turns``;
+    the question is kept.
+    """
+
+
+class UnknownCategoryWarning(DatasetWarning):
+    """A LongMemEval ``question_type`` himga does not know; mapped to ``Category.UNKNOWN``."""
+
+
+class UnverifiedDownloadWarning(DatasetWarning):
+    """A downloaded file has no pinned sha256, so only its shape could be checked."""

@@ -1,0 +1,209 @@
+"""The LongMemEval loader: one question of the official files = one :class:`Sample`.
+
+A record holds ``question_id``, ``question_type``, ``question``, ``answer``,
+``question_date``, ``haystack_session_ids`` / ``haystack_dates`` /
+``haystack_sessions`` (parallel lists) and ``answer_session_ids``. Turns are
+``{"role", "content"}`` plus, on evidence sessions, the gold flag ``has_answer``,
+which is moved to ``QAPair.evidence_turns`` and never reaches a ``Message``.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Collection, Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+from himga.data._errors import DatasetError, EvidenceWarning, UnknownCategoryWarning
+from himga.data._fields import checked, kind_of
+from himga.data._stream import iter_json_array
+from himga.data.schema import Category, Message, QAPair, Sample, Session
+
+__all__ = ["QUESTION_TYPES", "iter_longmemeval", "turn_id"]
+
+#: LongMemEval ``question_type`` -> category (the six types of the paper).
+QUESTION_TYPES: Mapping[str, Category] = {
+    "single-session-user": Category.SINGLE_SESSION_USER,
+    "single-session-assistant": Category.SINGLE_SESSION_ASSISTANT,
+    "single-session-preference": Category.SINGLE_SESSION_PREFERENCE,
+    "multi-session": Category.MULTI_SESSION,
+    "knowledge-update": Category.KNOWLEDGE_UPDATE,
+    "temporal-reasoning": Category.TEMPORAL_REASONING,
+}
+ABSTENTION_SUFFIX = "_abs"
+_RECORD_FIELDS = (
+    "question_id",
+    "question_type",
+    "question",
+    "answer",
+    "question_date",
+    "haystack_session_ids",
+    "haystack_dates",
+    "haystack_sessions",
+    "answer_session_ids",
+)
+_TURN_FIELDS = ("role", "content", "has_answer")
+
+
+def turn_id(session_id: str, index: int) -> str:
+    """The turn id of the ``index``-th (0-based) turn of haystack session ``session_id``."""
+    return f"{session_id}:{index}"
+
+
+def iter_longmemeval(
+    path: Path, dataset: str, ids: Collection[str] | None = None
+) -> Iterator[Sample]:
+    """Stream the samples of a LongMemEval file with bounded memory.
+
+    With ``ids``, records whose ``question_id`` is not in it are skipped without
+    being validated. A question id seen twice is an error. Raises
+    :class:`DatasetError` for malformed input; warns :class:`UnknownCategoryWarning`
+    / :class:`EvidenceWarning`.
+    """
+    seen: set[str] = set()
+    for index, raw in iter_json_array(path):
+        if ids is not None and not (isinstance(raw, dict) and raw.get("question_id") in ids):
+            continue
+        sample = _Parser(str(path), index, raw).sample(dataset)
+        if sample.sample_id in seen:
+            raise DatasetError(
+                path, "duplicate question id", sample=repr(sample.sample_id), field="question_id"
+            )
+        seen.add(sample.sample_id)
+        yield sample
+
+
+class _Parser:
+    def __init__(self, file: str, index: int, raw: Any) -> None:
+        self.file = file
+        self.raw = raw
+        self.sample_label = f"#{index}"
+        if not isinstance(raw, dict):
+            raise DatasetError(
+                file, f"a record must be an object, found {kind_of(raw)}", sample=self.sample_label
+            )
+        question_id = raw.get("question_id")
+        if isinstance(question_id, str):
+            self.sample_label = repr(question_id)
+
+    def error(self, field: str, problem: str) -> DatasetError:
+        return DatasetError(self.file, problem, sample=self.sample_label, field=field)
+
+    def get(
+        self, mapping: Mapping[str, Any], key: str, kind: type | tuple[type, ...], field: str
+    ) -> Any:
+        return checked(self.error, mapping, key, kind, field)
+
+    def strings(self, key: str) -> list[str]:
+        values: list[str] = self.get(self.raw, key, list, key)
+        for position, value in enumerate(values):
+            if not isinstance(value, str):
+                raise self.error(f"{key}[{position}]", f"expected str, found {kind_of(value)}")
+        return values
+
+    def sample(self, dataset: str) -> Sample:
+        raw = self.raw
+        question_id = self.get(raw, "question_id", str, "question_id")
+        question_type = self.get(raw, "question_type", str, "question_type")
+        question = self.get(raw, "question", str, "question")
+        answer = self.get(raw, "answer", (str, int), "answer")
+        question_date = self.get(raw, "question_date", str, "question_date")
+        session_ids = self.strings("haystack_session_ids")
+        dates = self.strings("haystack_dates")
+        answer_session_ids = self.strings("answer_session_ids")
+        haystack = self.get(raw, "haystack_sessions", list, "haystack_sessions")
+        for key, values in (("haystack_session_ids", session_ids), ("haystack_dates", dates)):
+            if len(values) != len(haystack):
+                raise self.error(
+                    key,
+                    f"has {len(values)} entries but haystack_sessions has {len(haystack)}",
+                )
+        first_position: dict[str, int] = {}
+        for position, session_id in enumerate(session_ids):
+            if session_id in first_position:
+                raise self.error(
+                    f"haystack_session_ids[{position}]",
+                    f"duplicate session id {session_id!r} (also at {first_position[session_id]}):"
+                    " turn ids would be ambiguous",
+                )
+            first_position[session_id] = position
+
+        category = QUESTION_TYPES.get(question_type)
+        if category is None:
+            warnings.warn(
+                UnknownCategoryWarning(
+                    f"{self.file}: sample {self.sample_label}: field 'question_type': unknown "
+                    f"type {question_type!r}; kept as Category.UNKNOWN"
+                ),
+                stacklevel=2,
+            )
+            category = Category.UNKNOWN
+
+        evidence_turns: list[str] = []
+        turn_extras: dict[str, dict[str, Any]] = {}
+        sessions = [
+            self.session(position, session_id, date, turns, evidence_turns, turn_extras)
+            for position, (session_id, date, turns) in enumerate(
+                zip(session_ids, dates, haystack, strict=True)
+            )
+        ]
+        for session_id in answer_session_ids:
+            if session_id not in first_position:
+                warnings.warn(
+                    EvidenceWarning(
+                        f"{self.file}: sample {self.sample_label}: question {question_id!r}: "
+                        f"answer session {session_id!r} is not in the haystack; kept in evidence"
+                    ),
+                    stacklevel=2,
+                )
+        metadata: dict[str, Any] = {"question_type": question_type}
+        metadata.update((k, v) for k, v in raw.items() if k not in _RECORD_FIELDS)
+        if turn_extras:
+            metadata["turn_extras"] = turn_extras
+        qa = QAPair(
+            question_id=question_id,
+            question=question,
+            answer=str(answer),
+            category=category,
+            evidence=answer_session_ids,
+            evidence_turns=evidence_turns,
+            adversarial=question_id.endswith(ABSTENTION_SUFFIX),
+        )
+        return Sample(
+            sample_id=question_id,
+            dataset=dataset,
+            sessions=sessions,
+            qa_pairs=[qa],
+            question_date=question_date,
+            metadata=metadata,
+        )
+
+    def session(
+        self,
+        position: int,
+        session_id: str,
+        date: str,
+        turns: Any,
+        evidence_turns: list[str],
+        turn_extras: dict[str, dict[str, Any]],
+    ) -> Session:
+        field = f"haystack_sessions[{position}]"
+        if not isinstance(turns, list):
+            raise self.error(field, f"a session must be a list of turns, found {kind_of(turns)}")
+        messages = []
+        for index, turn in enumerate(turns):
+            turn_field = f"{field}[{index}]"
+            if not isinstance(turn, dict):
+                raise self.error(turn_field, f"a turn must be an object, found {kind_of(turn)}")
+            role = self.get(turn, "role", str, f"{turn_field}.role")
+            content = self.get(turn, "content", str, f"{turn_field}.content")
+            tid = turn_id(session_id, index)
+            if "has_answer" in turn and self.get(
+                turn, "has_answer", bool, f"{turn_field}.has_answer"
+            ):
+                evidence_turns.append(tid)
+            extra = {k: v for k, v in turn.items() if k not in _TURN_FIELDS}
+            if extra:
+                turn_extras[tid] = extra
+            messages.append(Message(role=role, content=content, turn_id=tid))
+        return Session(session_id=session_id, messages=messages, date_str=date)
