@@ -6,8 +6,11 @@ from himga.memory._keyword import KeywordMemory
 from himga.memory._null import NullMemory
 from himga.memory._protocol import BaseMemory, Hit, SearchableMemory
 from himga.memory._registry import (
+    MemoryFactory,
     MemoryLoadError,
+    MemoryPlugin,
     PluginConflictError,
+    PluginImportError,
     available_memories,
     load_memory,
 )
@@ -18,9 +21,12 @@ __all__ = [
     "FullContextMemory",
     "Hit",
     "KeywordMemory",
+    "MemoryFactory",
     "MemoryLoadError",
+    "MemoryPlugin",
     "NullMemory",
     "PluginConflictError",
+    "PluginImportError",
     "SearchableMemory",
     "available_memories",
     "load_memory",

@@ -1,0 +1,218 @@
+"""Calls memories, records every call as a reproducer line, and checks each result.
+
+Leaks are found with canary tokens: every ingested message in a leak check
+carries a token no other message has, and the harness knows which instance
+ingested it and whether that instance was reset since. A token in an output is
+therefore legal only if the same instance ingested it after its last reset --
+whatever the memory deems relevant, and however random its output.
+"""
+
+from __future__ import annotations
+
+import inspect
+import itertools
+import re
+from collections.abc import Callable
+from typing import Any, NoReturn
+
+from himga.data.schema import Message, Session
+from himga.testing._contracts import ContractViolation
+
+__all__ = ["CANARY", "Harness"]
+
+CANARY = re.compile(r"zq\d+c\d+xq")
+# A fresh salt per run keeps tokens unique across runs, so a token that survived in
+# class- or module-level state from an earlier run is recognised as foreign.
+_RUNS = itertools.count(1)
+_SHOWN = 60
+
+RETURNS_STR = "retrieve-returns-str"
+EMPTY_QUERY = "retrieve-empty-query"
+RESET_CLEARS = "reset-clears"
+REUSE = "reuse-after-reset"
+ISOLATION = "instance-isolation"
+
+
+def _show(text: str) -> str:
+    if len(text) <= _SHOWN:
+        return repr(text)
+    if len(set(text)) == 1:
+        return f"{text[0]!r} * {len(text)}"
+    return f"{text[:_SHOWN]!r} ... ({len(text)} chars)"
+
+
+def _show_message(message: Message) -> str:
+    turn = f", turn_id={message.turn_id!r}" if message.turn_id is not None else ""
+    return f"Message(role={message.role!r}, content={_show(message.content)}{turn})"
+
+
+def _show_session(session: Session) -> str:
+    inner = ", ".join(_show_message(m) for m in session.messages)
+    date = f", date_str={session.date_str!r}" if session.date_str is not None else ""
+    return f"Session(session_id={session.session_id!r}, messages=[{inner}]{date})"
+
+
+def _describe_factory(factory: Callable[[], Any]) -> str:
+    module = getattr(factory, "__module__", None)
+    name = getattr(factory, "__qualname__", None)
+    return f"{module}:{name}" if module and name else repr(factory)
+
+
+class Harness:
+    """Runs calls on memories made by one factory and checks them against ``checks``.
+
+    ``checks`` holds the contract ids this run verifies. With one id, every
+    failure is reported under it; with several (the state machine), a failure is
+    attributed to the contract it breaks.
+    """
+
+    def __init__(self, factory: Callable[[], Any], checks: frozenset[str]) -> None:
+        self._factory = factory
+        self._checks = checks
+        self._run = next(_RUNS)
+        self._canaries: list[str] = []
+        self._owner: dict[str, int] = {}
+        self._contents: list[str] = []
+        self._session_names: dict[int, str] = {}
+        self.trace: list[str] = [f"factory = {_describe_factory(factory)}"]
+        self.memories: list[Any] = []
+        self.live: list[set[str]] = []  # tokens ingested since the instance's last reset
+        self.holds: list[bool] = []  # anything ingested since the instance's last reset
+        self.resets: list[int] = []
+
+    # -- the calls --------------------------------------------------------------
+
+    def new_instance(self) -> int:
+        """Create one more memory with the factory; returns its index."""
+        index = len(self.memories)
+        self.trace.append(f"m{index + 1} = factory()")
+        try:
+            memory = self._factory()
+        except Exception as exc:
+            self._fail(self._only_or(REUSE), f"factory() raised {type(exc).__name__}: {exc}", exc)
+        self.memories.append(memory)
+        self.live.append(set())
+        self.holds.append(False)
+        self.resets.append(0)
+        return index
+
+    def new_canary(self, index: int) -> str:
+        """A token never used before, to be ingested by instance ``index``."""
+        token = f"zq{self._run}c{len(self._canaries) + 1}xq"
+        self._canaries.append(token)
+        self._owner[token] = index
+        return token
+
+    def canary(self, k: int, fallback: str) -> str:
+        """The ``k``-th token handed out so far (cyclically), ``fallback`` if none was."""
+        return self._canaries[k % len(self._canaries)] if self._canaries else fallback
+
+    @property
+    def canaries(self) -> list[str]:
+        return list(self._canaries)
+
+    def content(self, k: int, fallback: str) -> str:
+        """The ``k``-th ingested content (cyclically), ``fallback`` if nothing was ingested."""
+        return self._contents[k % len(self._contents)] if self._contents else fallback
+
+    def ingest(self, index: int, message: Message, session: Session) -> None:
+        name = self._session_name(session)
+        self.trace.append(f"m{index + 1}.ingest({_show_message(message)}, {name})")
+        blame = self._blame_call(index, query=None)
+        self._call(index, blame, "ingest", message, session)
+        self._contents.append(message.content)
+        self.live[index].update(CANARY.findall(message.content))
+        self.holds[index] = True
+
+    def reset(self, index: int) -> None:
+        self.trace.append(f"m{index + 1}.reset()")
+        self._call(index, self._blame_call(index, query=None), "reset")
+        self.live[index] = set()
+        self.holds[index] = False
+        self.resets[index] += 1
+
+    def retrieve(self, index: int, query: str) -> str:
+        self.trace.append(f"m{index + 1}.retrieve({_show(query)})")
+        blame = self._blame_call(index, query=query)
+        output = self._call(index, blame, "retrieve", query)
+        if inspect.iscoroutine(output):
+            output.close()  # never awaited by design; closing avoids a RuntimeWarning
+        if not isinstance(output, str):
+            self.trace[-1] += f"  # -> {output!r:.{_SHOWN}}"
+            self._fail(blame, f"retrieve returned {type(output).__name__}, not str")
+        self.trace[-1] += f"  # -> {_show(output)}"
+        self._check_output(index, output)
+        return output
+
+    # -- the checks -------------------------------------------------------------
+
+    def _check_output(self, index: int, output: str) -> None:
+        me = f"m{index + 1}"
+        tokens = CANARY.findall(output)
+        if RESET_CLEARS in self._checks:
+            if not self.holds[index] and output and not self._others_hold(index):
+                state = "was reset" if self.resets[index] else "is fresh"
+                self._fail(
+                    RESET_CLEARS,
+                    f'{me} {state} and has ingested nothing since, so retrieve must return "", '
+                    f"but it returned {_show(output)}",
+                )
+            for token in tokens:
+                if self._owner.get(token) == index and token not in self.live[index]:
+                    self._fail(
+                        RESET_CLEARS,
+                        f"{token!r} was ingested by {me} before its reset(), "
+                        f"yet appears in its output",
+                    )
+        if ISOLATION in self._checks:
+            for token in tokens:
+                owner = self._owner.get(token)
+                if owner is None:
+                    self._fail(
+                        ISOLATION,
+                        f"{me}'s output holds {token!r}, which was ingested by an instance of an "
+                        f"earlier run: state is shared across instances",
+                    )
+                if owner != index:
+                    self._fail(
+                        ISOLATION,
+                        f"{token!r} was ingested by m{owner + 1}, yet appears in {me}'s output",
+                    )
+            if not self.holds[index] and output and self._others_hold(index):
+                self._fail(
+                    ISOLATION,
+                    f"{me} holds nothing, yet returned {_show(output)} while another "
+                    f"instance holds content",
+                )
+
+    def _others_hold(self, index: int) -> bool:
+        return any(holds for i, holds in enumerate(self.holds) if i != index)
+
+    def _blame_call(self, index: int, query: str | None) -> str:
+        if query is not None and not query.strip():
+            return self._only_or(EMPTY_QUERY)
+        if self.resets[index]:
+            return self._only_or(REUSE)
+        return self._only_or(RETURNS_STR)
+
+    def _only_or(self, contract_id: str) -> str:
+        if len(self._checks) == 1:
+            return next(iter(self._checks))
+        return contract_id
+
+    def _call(self, index: int, blame: str, method: str, *args: Any) -> Any:
+        try:
+            return getattr(self.memories[index], method)(*args)
+        except Exception as exc:
+            self._fail(blame, f"{method} raised {type(exc).__name__}: {exc}", exc)
+
+    def _session_name(self, session: Session) -> str:
+        name = self._session_names.get(id(session))
+        if name is None:
+            name = f"s{len(self._session_names) + 1}"
+            self._session_names[id(session)] = name
+            self.trace.append(f"{name} = {_show_session(session)}")
+        return name
+
+    def _fail(self, contract_id: str, problem: str, cause: Exception | None = None) -> NoReturn:
+        raise ContractViolation(contract_id, problem, "\n".join(self.trace)) from cause

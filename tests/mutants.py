@@ -1,0 +1,303 @@
+"""Memories that break one contract each (``BROKEN``) and legal but unusual ones (``LEGAL``).
+
+They prove the conformance kit: every broken memory must be flagged under its
+contract id, every legal one must pass. Each broken memory is a small variation
+of :class:`ListMemory`, the simplest correct memory.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+from typing import Any, ClassVar
+
+from himga.data.schema import Message, Session
+from himga.memory import BaseMemory
+
+
+def _matching(lines: list[str], query: str) -> str:
+    words = set(query.lower().split())
+    return "\n".join(line for line in lines if words & set(line.lower().split()))
+
+
+class ListMemory:
+    """The simplest correct memory: a list of lines, keyword-matched."""
+
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+
+    def ingest(self, message: Message, session: Session, /) -> None:
+        self.lines.append(f"{message.role}: {message.content}")
+
+    def retrieve(self, query: str, /) -> str:
+        return _matching(self.lines, query)
+
+    def reset(self) -> None:
+        self.lines = []
+
+
+class SimpleKeywordMemory:
+    """The seed's example: stores (message, session) pairs, returns lines sharing a word."""
+
+    def __init__(self) -> None:
+        self._store: list[tuple[Message, Session]] = []
+
+    def ingest(self, message: Message, session: Session, /) -> None:
+        self._store.append((message, session))
+
+    def retrieve(self, query: str, /) -> str:
+        words = set(query.lower().split())
+        lines = [
+            f"[{session.date_str}] {message.role}: {message.content}"
+            for message, session in self._store
+            if words & set(message.content.lower().split())
+        ]
+        return "\n".join(lines)
+
+    def reset(self) -> None:
+        self._store.clear()
+
+
+# -- legal but unusual --------------------------------------------------------
+
+
+class RandomSampleMemory(ListMemory):
+    """Returns a random sample of everything it holds, whatever the query."""
+
+    def retrieve(self, query: str, /) -> str:
+        if not self.lines:
+            return ""
+        return "\n".join(random.sample(self.lines, random.randint(1, len(self.lines))))
+
+
+class LatestLinesMemory(ListMemory):
+    """Returns its three latest lines for any non-empty query, relevant or not."""
+
+    def retrieve(self, query: str, /) -> str:
+        return "\n".join(self.lines[-3:]) if query.strip() else ""
+
+
+class ExtraParamsMemory(ListMemory):
+    """Takes extra optional parameters, positional and keyword-only."""
+
+    def ingest(
+        self, message: Message, session: Session, /, weight: float = 1.0, *, tag: str = ""
+    ) -> None:
+        self.lines.append(f"{tag}{message.content}")
+
+    def retrieve(self, query: str, /, k: int = 5, *, separator: str = "\n") -> str:
+        return separator.join(_matching(self.lines, query).splitlines()[-k:])
+
+
+class SubclassedMemory(BaseMemory):
+    """Inherits from the protocol explicitly (the seed's 5.2 style), with its own names."""
+
+    def __init__(self) -> None:
+        self.turns: dict[int, str] = {}
+
+    def ingest(self, msg: Message, sess: Session, /) -> None:
+        self.turns[len(self.turns)] = msg.content
+
+    def retrieve(self, question: str, /) -> str:
+        return _matching(list(self.turns.values()), question)
+
+    def reset(self) -> None:
+        self.turns.clear()
+
+
+class VarArgsMemory(ListMemory):
+    """Accepts its arguments through ``*args``."""
+
+    def ingest(self, *args: Any) -> None:
+        message: Message = args[0]
+        self.lines.append(message.content)
+
+
+LEGAL: dict[str, Callable[[], Any]] = {
+    "ListMemory": ListMemory,
+    "SimpleKeywordMemory": SimpleKeywordMemory,
+    "RandomSampleMemory": RandomSampleMemory,
+    "LatestLinesMemory": LatestLinesMemory,
+    "ExtraParamsMemory": ExtraParamsMemory,
+    "SubclassedMemory": SubclassedMemory,
+    "VarArgsMemory": VarArgsMemory,
+}
+
+
+# -- broken: protocol-shape -----------------------------------------------------
+
+
+class AsyncRetrieve(ListMemory):
+    async def retrieve(self, query: str, /) -> str:  # type: ignore[override]
+        return _matching(self.lines, query)
+
+
+class MissingReset:
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+
+    def ingest(self, message: Message, session: Session, /) -> None:
+        self.lines.append(message.content)
+
+    def retrieve(self, query: str, /) -> str:
+        return _matching(self.lines, query)
+
+
+class MissingSession(ListMemory):
+    def ingest(self, message: Message) -> None:  # type: ignore[override]
+        self.lines.append(message.content)
+
+
+class KeywordOnlySession(ListMemory):
+    def ingest(self, message: Message, *, session: Session) -> None:  # type: ignore[override]
+        self.lines.append(message.content)
+
+
+class RequiredExtraParam(ListMemory):
+    def retrieve(self, query: str, k: int) -> str:  # type: ignore[override]
+        return _matching(self.lines, query)
+
+
+# -- broken: retrieve-returns-str ----------------------------------------------------
+
+
+class ReturnsNone(ListMemory):
+    def retrieve(self, query: str, /) -> str | None:  # type: ignore[override]
+        return _matching(self.lines, query) or None
+
+
+class ReturnsList(ListMemory):
+    def retrieve(self, query: str, /) -> list[str]:  # type: ignore[override]
+        return _matching(self.lines, query).splitlines()
+
+
+class CrashesOnNonAscii(ListMemory):
+    def retrieve(self, query: str, /) -> str:
+        return _matching(self.lines, query.encode("ascii").decode())
+
+
+# -- broken: retrieve-empty-query -----------------------------------------------------
+
+
+class CrashesOnBlankQuery(ListMemory):
+    def retrieve(self, query: str, /) -> str:
+        first_word = query.split()[0]  # IndexError on "" and whitespace-only queries
+        return _matching(self.lines, first_word)
+
+
+# -- broken: reset-clears ------------------------------------------------------------
+
+
+class ResetOnlyHides(ListMemory):
+    """reset() hides the old lines until the next ingest shows them all again."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.visible = True
+
+    def ingest(self, message: Message, session: Session, /) -> None:
+        super().ingest(message, session)
+        self.visible = True
+
+    def retrieve(self, query: str, /) -> str:
+        return super().retrieve(query) if self.visible else ""
+
+    def reset(self) -> None:
+        self.visible = False
+
+
+class ResetKeepsLast(ListMemory):
+    """reset() forgets all but the latest line."""
+
+    def reset(self) -> None:
+        self.lines = self.lines[-1:]
+
+
+# -- broken: reuse-after-reset ----------------------------------------------------------
+
+
+class ResetBreaksObject(ListMemory):
+    def reset(self) -> None:
+        del self.lines
+
+
+# -- broken: instance-isolation ---------------------------------------------------------
+
+
+class ClassLevelList:
+    lines: ClassVar[list[str]] = []
+
+    def ingest(self, message: Message, session: Session, /) -> None:
+        self.lines.append(message.content)
+
+    def retrieve(self, query: str, /) -> str:
+        return _matching(self.lines, query)
+
+    def reset(self) -> None:
+        self.lines.clear()
+
+
+class MutableDefault(ListMemory):
+    def __init__(self, lines: list[str] = []) -> None:  # noqa: B006 -- the bug under test
+        self.lines = lines
+
+    def reset(self) -> None:
+        self.lines.clear()
+
+
+_STORE: list[tuple[int, str]] = []
+
+
+class ModuleLevelStore:
+    """Keeps every instance's lines in one module-level list, tagged by instance id."""
+
+    def ingest(self, message: Message, session: Session, /) -> None:
+        _STORE.append((id(self), message.content))
+
+    def retrieve(self, query: str, /) -> str:
+        # Bug: filters by the query only, not by owner.
+        return _matching([line for _, line in _STORE], query)
+
+    def reset(self) -> None:
+        _STORE[:] = [(owner, line) for owner, line in _STORE if owner != id(self)]
+
+
+_HELD: dict[int, int] = {}
+
+
+class ReportsOthers(ListMemory):
+    """Leaks no text, but its output tells how much the other instances hold."""
+
+    def ingest(self, message: Message, session: Session, /) -> None:
+        super().ingest(message, session)
+        _HELD[id(self)] = len(self.lines)
+
+    def retrieve(self, query: str, /) -> str:
+        others = sum(n for owner, n in _HELD.items() if owner != id(self))
+        own = super().retrieve(query)
+        return f"{own}\n({others} turns held elsewhere)" if others else own
+
+    def reset(self) -> None:
+        super().reset()
+        _HELD.pop(id(self), None)
+
+
+# The contract id each broken memory must be flagged with.
+BROKEN: dict[str, tuple[Callable[[], Any], str]] = {
+    "AsyncRetrieve": (AsyncRetrieve, "protocol-shape"),
+    "MissingReset": (MissingReset, "protocol-shape"),
+    "MissingSession": (MissingSession, "protocol-shape"),
+    "KeywordOnlySession": (KeywordOnlySession, "protocol-shape"),
+    "RequiredExtraParam": (RequiredExtraParam, "protocol-shape"),
+    "ReturnsNone": (ReturnsNone, "retrieve-returns-str"),
+    "ReturnsList": (ReturnsList, "retrieve-returns-str"),
+    "CrashesOnNonAscii": (CrashesOnNonAscii, "retrieve-returns-str"),
+    "CrashesOnBlankQuery": (CrashesOnBlankQuery, "retrieve-empty-query"),
+    "ResetOnlyHides": (ResetOnlyHides, "reset-clears"),
+    "ResetKeepsLast": (ResetKeepsLast, "reset-clears"),
+    "ResetBreaksObject": (ResetBreaksObject, "reuse-after-reset"),
+    "ClassLevelList": (ClassLevelList, "instance-isolation"),
+    "MutableDefault": (MutableDefault, "instance-isolation"),
+    "ModuleLevelStore": (ModuleLevelStore, "instance-isolation"),
+    "ReportsOthers": (ReportsOthers, "instance-isolation"),
+}
