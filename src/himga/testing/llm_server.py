@@ -34,6 +34,7 @@ __all__ = ["FakeLLMServer", "RecordedRequest", "echo_responder", "word_count"]
 
 Responder = Callable[[list[ChatMessage]], str]
 
+_STOP_WAIT = 10.0
 _ANTHROPIC_PATH = "/v1/messages"
 _OPENAI_PATH = "/v1/chat/completions"
 
@@ -164,6 +165,8 @@ class FakeLLMServer:
         self._api_key = api_key
         self._rng = random.Random(seed)
         self._lock = threading.Lock()
+        self._idle = threading.Condition(self._lock)
+        self._stopping = threading.Event()
         self._faults: deque[int] = deque(faults)
         self._attempts: dict[str, int] = {}
         self._requests: list[RecordedRequest] = []
@@ -184,6 +187,7 @@ class FakeLLMServer:
         """Bind a free port on 127.0.0.1 and serve from a daemon thread."""
         if self._httpd is not None:
             raise RuntimeError("FakeLLMServer is already running")
+        self._stopping.clear()
         httpd = _HTTPServer(("127.0.0.1", 0), _Handler)
         httpd.fake = self
         self._httpd = httpd
@@ -194,15 +198,23 @@ class FakeLLMServer:
         return self
 
     def stop(self) -> None:
-        """Stop serving and close the listening socket (idempotent)."""
+        """Stop serving and close the listening socket (idempotent).
+
+        Requests still in flight skip the rest of their ``latency`` and are
+        answered and recorded before ``stop`` returns (it waits at most
+        10 seconds, in case a responder never returns).
+        """
         httpd, self._httpd = self._httpd, None
         if httpd is None:
             return
+        self._stopping.set()
         httpd.shutdown()
         httpd.server_close()
         if self._thread is not None:
             self._thread.join()
             self._thread = None
+        with self._idle:
+            self._idle.wait_for(lambda: self._in_flight == 0, timeout=_STOP_WAIT)
 
     def __enter__(self) -> Self:
         return self.start()
@@ -293,6 +305,7 @@ class FakeLLMServer:
             self._in_flight -= 1
             if self._in_flight == 0:
                 self._busy_total += time.perf_counter() - self._busy_since
+                self._idle.notify_all()
 
     def _record(self, request: RecordedRequest) -> None:
         with self._lock:
@@ -340,7 +353,7 @@ class FakeLLMServer:
                 status, reply = 404, _error_body(api, 404, f"no route for POST {path}")
                 return status, extra, reply
             if self.latency:
-                time.sleep(self.latency)
+                self._stopping.wait(self.latency)
             if not self._authorized(headers):
                 status, reply = 401, _error_body(api, 401, "invalid api key")
                 return status, extra, reply
