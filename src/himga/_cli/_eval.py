@@ -1,16 +1,283 @@
-"""Placeholder: `himga eval` is being written."""
+"""``himga eval``: run a memory through a benchmark and write a traceable run directory."""
 
 from __future__ import annotations
 
 import argparse
+import hashlib
+import json
+import os
+import platform
+import sys
+import time
+from collections.abc import Mapping, Sequence
+from datetime import datetime, timezone
+from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+import himga
+from himga.agent import BaseAgent, prompt_hashes
+from himga.eval import EvalResult, JudgeScores, batch_judge, compute_metrics, run_eval
+from himga.eval._ranking import RANK_KS
+
+__all__ = ["register", "run"]
+
+# Environment variables whose values must never be written anywhere.
+_SECRET_ENV = ("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "ANTHROPIC_AUTH_TOKEN")
 
 
 def register(commands: Any) -> None:
-    parser = commands.add_parser("eval", help="(being written)")
+    parser = commands.add_parser(
+        "eval",
+        help="evaluate a memory on a benchmark (offline retrieval metrics without --llm)",
+        description=(
+            "Ingest each sample into the memory, retrieve per question and, with --llm, "
+            "answer and judge. Prints a per-category table; writes results.jsonl, "
+            "metrics.json and manifest.json into --out. Rerunning with the same --out "
+            "resumes from its checkpoint."
+        ),
+    )
+    parser.add_argument("--dataset", default="locomo", help="dataset name (default: locomo)")
+    parser.add_argument(
+        "--data-path", default=None, help="dataset file or directory (default: resolved by name)"
+    )
+    parser.add_argument(
+        "--memory",
+        default="bm25",
+        help="registered memory name or module:attr factory (default: bm25)",
+    )
+    parser.add_argument(
+        "--llm",
+        choices=("anthropic", "openai"),
+        default=None,
+        help="answer with this provider (key and base URL from the SDK's environment variables)",
+    )
+    parser.add_argument("--model", default=None, help="model name (default: the provider's)")
+    parser.add_argument("--limit", type=int, default=None, help="evaluate the first N samples")
+    parser.add_argument(
+        "--out", type=Path, default=None, help="run directory (default: runs/<UTC timestamp>)"
+    )
+    parser.add_argument(
+        "--judge",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="judge the answers with the same LLM (default: on when --llm is given)",
+    )
+    parser.add_argument(
+        "--concurrency", type=int, default=None, help="LLM calls in flight (default: client's)"
+    )
+    parser.add_argument("--no-progress", action="store_true", help="hide progress bars")
     parser.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    print("himga eval: not implemented yet")
-    return 2
+    from himga.data import load_dataset, resolve_dataset
+    from himga.memory import load_memory
+
+    if args.llm is None and args.model is not None:
+        print("himga eval: --model needs --llm", file=sys.stderr)
+        return 2
+    started_at = _now()
+    started = time.perf_counter()
+    out: Path = args.out or Path("runs") / started_at.replace(":", "").replace("-", "")
+    out.mkdir(parents=True, exist_ok=True)
+
+    resolution = resolve_dataset(args.dataset, path=args.data_path)
+    samples = load_dataset(args.dataset, path=resolution.path, limit=args.limit)
+    memory = load_memory(args.memory)()
+    llm = None
+    if args.llm is not None:
+        from himga.llm import get_client
+
+        llm = get_client(args.llm, model=args.model)
+    agent = BaseAgent(memory=memory, llm=llm)
+    show = not args.no_progress
+    results = run_eval(
+        samples,
+        agent=agent,
+        show_progress=show,
+        checkpoint=out / "checkpoint.jsonl",
+        max_concurrency=args.concurrency,
+    )
+    judge: JudgeScores | None = None
+    if llm is not None and args.judge:
+        # Verdicts persist beside the checkpoint, so a resumed run re-asks none.
+        cache_file = out / "judge_cache.json"
+        cache = json.loads(cache_file.read_text("utf-8")) if cache_file.exists() else {}
+        judge = batch_judge(
+            results, llm=llm, cache=cache, show_progress=show, max_concurrency=args.concurrency
+        )
+        cache_file.write_text(json.dumps(cache), "utf-8")
+    metrics = compute_metrics(results, judge)
+    wall = time.perf_counter() - started
+
+    _write_results(out / "results.jsonl", results, judge)
+    _write_json(out / "metrics.json", metrics)
+    manifest = {
+        "himga_version": himga.__version__,
+        "arguments": {
+            name: value if value is None or isinstance(value, (int, bool)) else str(value)
+            for name, value in sorted(vars(args).items())
+            if name not in ("handler", "command")
+        },
+        "started_at": started_at,
+        "finished_at": _now(),
+        "wall_time_s": round(wall, 3),
+        "dataset": {
+            "name": args.dataset,
+            "path": str(resolution.path),
+            "sha256": _checksum(resolution.path),
+            "limit": args.limit,
+            "samples": len(samples),
+            "questions": len(results),
+        },
+        "memory": {
+            "spec": args.memory,
+            "class": f"{type(memory).__module__}:{type(memory).__qualname__}",
+        },
+        "llm": _describe_llm(llm, args.concurrency),
+        "prompt_hashes": {"answer": prompt_hashes()},
+        "judge": None if judge is None else judge.describe(),
+        "tokens": {
+            "answer_input": sum(r.input_tokens for r in results),
+            "answer_output": sum(r.output_tokens for r in results),
+            "total_reported_by_client": _usage(llm),
+        },
+        "counts": metrics["counts"],
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+    }
+    if judge is not None:
+        manifest["prompt_hashes"]["judge"] = judge.prompt_hashes
+    _write_json(out / "manifest.json", manifest)
+    print(_redact(format_table(metrics)))
+    counts = metrics["counts"]
+    print(
+        f"{counts['questions']} questions, {counts['answered']} answered, "
+        f"{counts['errors']} errors; wrote {out}/results.jsonl, metrics.json, manifest.json"
+    )
+    return 0
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+def _checksum(path: Path) -> str:
+    """SHA-256 of the dataset file; of its files' names and bytes, sorted, for a directory."""
+    digest = hashlib.sha256()
+    single = path.is_file()
+    files = [path] if single else sorted(p for p in path.rglob("*") if p.is_file())
+    for file in files:
+        if not single:
+            digest.update(str(file.relative_to(path)).encode("utf-8") + b"\0")
+        with file.open("rb") as handle:
+            for block in iter(lambda: handle.read(1 << 20), b""):
+                digest.update(block)
+    return digest.hexdigest()
+
+
+def _public_url(url: str | None) -> str | None:
+    """``url`` without user info, query or fragment: nothing secret goes into a manifest."""
+    if url is None:
+        return None
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    if parts.port is not None:
+        host = f"{host}:{parts.port}"
+    return urlunsplit((parts.scheme, host, parts.path, "", ""))
+
+
+def _describe_llm(llm: Any, concurrency: int | None) -> dict[str, Any] | None:
+    if llm is None:
+        return None
+    return {
+        "provider": llm.provider,
+        "model": llm.model,
+        "base_url": _public_url(getattr(llm, "base_url", None)),
+        "temperature": getattr(llm, "temperature", None),
+        "max_retries": getattr(llm, "max_retries", None),
+        "max_concurrency": concurrency or llm.max_concurrency,
+    }
+
+
+def _usage(llm: Any) -> dict[str, Any] | None:
+    usage = getattr(llm, "usage", None)
+    if usage is None:
+        return None
+    return {
+        name: getattr(usage, name)
+        for name in ("calls", "failures", "input_tokens", "output_tokens")
+        if hasattr(usage, name)
+    }
+
+
+def _redact(text: str) -> str:
+    for name in _SECRET_ENV:
+        secret = os.environ.get(name)
+        if secret:
+            text = text.replace(secret, "***")
+    return text
+
+
+def _write_json(path: Path, data: Mapping[str, Any]) -> None:
+    path.write_text(_redact(json.dumps(data, indent=2, ensure_ascii=False)) + "\n", "utf-8")
+
+
+def _write_results(path: Path, results: Sequence[EvalResult], judge: JudgeScores | None) -> None:
+    with path.open("w", encoding="utf-8") as file:
+        for index, result in enumerate(results):
+            record = result.to_dict()
+            if judge is not None:
+                score = judge[index]
+                record["judge"] = None if score != score else score  # NaN -> null
+                record["judge_error"] = judge.errors.get(index)
+            file.write(_redact(json.dumps(record, ensure_ascii=False)) + "\n")
+
+
+def _cell(value: Any) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, float):
+        return f"{value:.3f}"
+    return str(value)
+
+
+def format_table(metrics: Mapping[str, Any]) -> str:
+    """The per-category table of :func:`~himga.eval.compute_metrics` output, as text.
+
+    Columns without a value in any row (e.g. answer metrics of an offline run)
+    are left out.
+    """
+    columns = [
+        ("n", "questions"),
+        ("errors", "errors"),
+        ("judge", "judge"),
+        ("F1", "f1"),
+        ("BLEU-1", "bleu1"),
+        ("ctx-any", "context_recall_any"),
+        ("ctx-all", "context_recall_all"),
+        *((f"R@{k}", f"recall@{k}") for k in RANK_KS if k in (5, 10, 25, 50)),
+    ]
+    rows: list[tuple[str, Mapping[str, Any]]] = [
+        (name, block) for name, block in metrics["by_category"].items()
+    ]
+    rows.append(("overall (no adversarial)", metrics["overall"]))
+    rows.append(("overall (all)", metrics["overall_with_adversarial"]))
+    shown = [
+        (title, key)
+        for title, key in columns
+        if key in ("questions", "errors") or any(block.get(key) is not None for _, block in rows)
+    ]
+    table = [["category", *(title for title, _ in shown)]]
+    table += [[name, *(_cell(block.get(key)) for _, key in shown)] for name, block in rows]
+    widths = [max(len(row[i]) for row in table) for i in range(len(table[0]))]
+    lines = [
+        "  ".join(
+            cell.ljust(width) if i == 0 else cell.rjust(width)
+            for i, (cell, width) in enumerate(zip(row, widths, strict=True))
+        )
+        for row in table
+    ]
+    lines.insert(1, "-" * len(lines[0]))
+    return "\n".join(lines)

@@ -1,0 +1,138 @@
+"""``himga eval``: the offline default, the LLM path, the run directory, resume, no secrets."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+import pytest
+
+from himga._cli import main
+from himga.llm import ChatMessage
+from himga.testing.llm_server import FakeLLMServer
+
+SECRET = "sk-ant-SECRET-do-not-log-4242"
+
+
+def _read(out: Path) -> tuple[list[dict[str, object]], dict[str, object], dict[str, object]]:
+    results = [json.loads(line) for line in (out / "results.jsonl").read_text("utf-8").splitlines()]
+    metrics = json.loads((out / "metrics.json").read_text("utf-8"))
+    manifest = json.loads((out / "manifest.json").read_text("utf-8"))
+    return results, metrics, manifest
+
+
+@pytest.fixture
+def data_dir(shared_datasets: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("HIMGA_DATA_DIR", str(shared_datasets))
+    return shared_datasets
+
+
+def test_offline_run_prints_recall_table_and_writes_the_run_directory(
+    data_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "run"
+    code = main(["eval", "--memory", "keyword", "--limit", "1", "--out", str(out), "--no-progress"])
+    assert code == 0
+    printed = capsys.readouterr().out
+    header = printed.splitlines()[0].split()
+    assert header[:3] == ["category", "n", "errors"]
+    assert {"ctx-any", "R@10", "R@50"} <= set(header)
+    assert "F1" not in header  # no answers offline
+    assert "overall (no adversarial)" in printed
+
+    results, metrics, manifest = _read(out)
+    assert len(results) == metrics["counts"]["questions"] == manifest["dataset"]["questions"]
+    assert all(r["prediction"] is None and r["ranked_turn_ids"] is not None for r in results)
+    assert {r["sample_id"] for r in results} == {"conv-26"}
+    locomo = data_dir / "locomo" / "locomo10.json"
+    assert manifest["dataset"]["sha256"] == hashlib.sha256(locomo.read_bytes()).hexdigest()
+    assert manifest["memory"] == {"spec": "keyword", "class": "himga.memory._keyword:KeywordMemory"}
+    assert manifest["llm"] is None
+    assert set(manifest["prompt_hashes"]["answer"]) == {
+        "answer_with_context",
+        "answer_without_context",
+        "date_line",
+    }
+    assert manifest["wall_time_s"] >= 0
+
+
+def test_memory_given_as_module_attr(data_dir: Path, tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    assert (
+        main(
+            [
+                "eval",
+                "--memory",
+                "himga.memory:NullMemory",
+                "--limit",
+                "1",
+                "--out",
+                str(out),
+                "--no-progress",
+            ]
+        )
+        == 0
+    )
+    results, metrics, _ = _read(out)
+    assert all(r["ranked_turn_ids"] is None and r["context"] == "" for r in results)
+    assert metrics["overall"]["context_recall"] == 0.0
+
+
+def test_model_without_llm_is_refused(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["eval", "--model", "m"]) == 2
+    assert "--llm" in capsys.readouterr().err
+
+
+def _responder(messages: list[ChatMessage]) -> str:
+    prompt = messages[-1]["content"]
+    if "Generated answer:" in prompt:
+        return '{"label": "WRONG"}'
+    if "Answer yes or no only." in prompt:
+        return "no"
+    return "Caroline"
+
+
+def test_llm_run_answers_judges_resumes_and_never_writes_the_key(
+    data_dir: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    out = tmp_path / "run"
+    argv = [
+        "eval",
+        "--memory",
+        "bm25",
+        "--llm",
+        "anthropic",
+        "--model",
+        "fake-model",
+        "--limit",
+        "1",
+        "--out",
+        str(out),
+    ]
+    with FakeLLMServer(responder=_responder, api_key=SECRET, fail_first=1) as server:
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", server.anthropic_base_url)
+        monkeypatch.setenv("ANTHROPIC_API_KEY", SECRET)
+        assert main(argv) == 0
+        first_requests = server.request_count
+        server.reset_stats()
+        assert (
+            main(argv) == 0
+        )  # same --out: answers come from the checkpoint, verdicts from the cache
+        assert server.request_count == 0
+    assert first_requests > 0
+    captured = capsys.readouterr()
+    assert "judge" in captured.out.splitlines()[0]
+    results, metrics, manifest = _read(out)
+    assert all(r["prediction"] == "Caroline" and r["judge"] == 0.0 for r in results)
+    assert metrics["counts"]["judged"] == len(results)
+    assert manifest["llm"]["model"] == "fake-model"
+    assert manifest["llm"]["provider"] == "anthropic"
+    assert manifest["judge"]["model"] == "fake-model"
+    assert manifest["tokens"]["answer_input"] > 0
+    assert "locomo" in manifest["prompt_hashes"]["judge"]
+    for text in [captured.out, captured.err, *(p.read_text("utf-8") for p in out.iterdir())]:
+        assert SECRET not in text

@@ -1,0 +1,148 @@
+"""compute_metrics: both aggregates, per category, errors counted not scored, retrieval metrics."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from himga.data.schema import Category
+from himga.eval import EvalResult, compute_metrics, context_containment
+from himga.eval._ranking import RANK_KS
+from himga.eval.metrics import locomo_f1
+
+
+def _result(**fields: object) -> EvalResult:
+    base = EvalResult(
+        sample_id="s",
+        question_id="q",
+        dataset="locomo",
+        category=Category.SINGLE_HOP,
+        question="Where did Ann go?",
+        answer="Paris",
+        adversarial=False,
+        evidence_turns=("D1:1",),
+        evidence_texts=("Ann: I went to  Paris",),
+        context="[8 May] Ann: I went to Paris\n",
+        ranked_turn_ids=None,
+        retrieval_latency_s=0.0,
+        prediction="Paris",
+    )
+    return replace(base, **fields)  # type: ignore[arg-type]
+
+
+def test_overall_excludes_adversarial_and_the_other_aggregate_includes_it() -> None:
+    results = [
+        _result(question_id="1", prediction="Paris"),
+        _result(question_id="2", category=Category.MULTI_HOP, answer="x, y", prediction="x"),
+        _result(
+            question_id="3",
+            category=Category.ADVERSARIAL,
+            adversarial=True,
+            prediction="Not mentioned",
+        ),
+    ]
+    metrics = compute_metrics(results)
+    assert metrics["overall"]["questions"] == 2
+    assert metrics["overall"]["f1"] == pytest.approx((1.0 + 0.5) / 2)
+    assert metrics["overall_with_adversarial"]["questions"] == 3
+    assert metrics["overall_with_adversarial"]["f1"] == pytest.approx((1.0 + 0.5 + 1.0) / 3)
+    assert set(metrics["by_category"]) == {"single-hop", "multi-hop", "adversarial"}
+    assert metrics["by_category"]["multi-hop"]["f1"] == locomo_f1("x", "x, y", 1)
+    assert metrics["by_category"]["adversarial"]["exact_match"] == 0.0
+    assert metrics["counts"] == {
+        "questions": 3,
+        "answered": 3,
+        "errors": 0,
+        "unanswered": 0,
+        "judged": 0,
+        "judge_errors": 0,
+    }
+    assert "judge" not in metrics
+
+
+def test_errors_are_counted_and_listed_never_scored() -> None:
+    results = [
+        _result(question_id="1", prediction="Rome"),
+        _result(question_id="2", prediction=None, error="RateLimitError: still 429"),
+    ]
+    metrics = compute_metrics(results, [0.0, 1.0])
+    overall = metrics["overall"]
+    assert (overall["questions"], overall["answered"], overall["errors"]) == (2, 1, 1)
+    assert overall["f1"] == 0.0  # only the answered one
+    assert overall["judge"] == 0.0  # a judge score on an errored result is ignored
+    assert metrics["errors"] == [
+        {"sample_id": "s", "question_id": "2", "error": "RateLimitError: still 429"}
+    ]
+
+
+def test_metrics_with_nothing_to_average_are_none() -> None:
+    results = [_result(prediction=None, evidence_turns=(), evidence_texts=())]
+    overall = compute_metrics(results)["overall"]
+    for key in ("f1", "bleu1", "exact_match", "judge", "context_recall", "recall@10", "ndcg@1"):
+        assert overall[key] is None
+    assert compute_metrics([])["overall"]["questions"] == 0
+
+
+def test_context_containment_any_and_all() -> None:
+    results = [
+        _result(
+            question_id="1",
+            evidence_turns=("D1:1", "D1:2", "D9:9"),
+            evidence_texts=("Ann: I went to Paris", "Bob: nice", None),
+        ),
+        _result(question_id="2", context="nothing relevant"),
+    ]
+    assert context_containment(results[0]) == 0.5  # the missing turn is left out
+    assert context_containment(results[1]) == 0.0
+    overall = compute_metrics(results)["overall"]
+    assert overall["with_evidence"] == 2
+    assert overall["context_recall"] == 0.25
+    assert overall["context_recall_any"] == 0.5
+    assert overall["context_recall_all"] == 0.0
+
+
+def test_rank_metrics_use_the_ranked_turn_ids() -> None:
+    results = [
+        _result(question_id="1", evidence_turns=("D1:1", "D1:2"), ranked_turn_ids=("D1:1", "D3:3")),
+        _result(question_id="2", evidence_turns=("D1:1",), ranked_turn_ids=("D2:2", "D1:1")),
+        _result(question_id="3", ranked_turn_ids=None),
+    ]
+    overall = compute_metrics(results)["overall"]
+    assert overall["ranked"] == 2
+    assert overall["recall@1"] == pytest.approx((0.5 + 0.0) / 2)
+    assert overall["recall@5"] == pytest.approx((0.5 + 1.0) / 2)
+    assert overall["all_recall@5"] == pytest.approx(0.5)
+    assert overall["ndcg@5"] == pytest.approx((1 / (1 + 1 / math.log2(3)) + 1 / math.log2(3)) / 2)
+    assert {f"recall@{k}" for k in RANK_KS} <= set(overall)
+
+
+def test_judge_scores_must_align_with_results() -> None:
+    with pytest.raises(ValueError, match="2 scores for 1 results"):
+        compute_metrics([_result()], [1.0, 0.0])
+
+
+categories = st.sampled_from([c for c in Category if c.locomo_code is not None])
+
+
+@given(st.lists(st.tuples(categories, st.booleans()), max_size=12))
+def test_aggregates_partition_the_questions(rows: list[tuple[Category, bool]]) -> None:
+    results = [
+        _result(
+            question_id=str(i),
+            category=c,
+            prediction=None if failed else "Paris",
+            error="x" if failed else None,
+        )
+        for i, (c, failed) in enumerate(rows)
+    ]
+    metrics = compute_metrics(results)
+    blocks = metrics["by_category"].values()
+    assert sum(b["questions"] for b in blocks) == len(results)
+    assert sum(b["errors"] for b in blocks) == metrics["counts"]["errors"]
+    adversarial = sum(c is Category.ADVERSARIAL for c, _ in rows)
+    assert metrics["overall"]["questions"] == len(results) - adversarial
+    assert metrics["overall_with_adversarial"]["questions"] == len(results)

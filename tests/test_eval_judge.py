@@ -1,0 +1,172 @@
+"""batch_judge: prompt choice, strict verdict parsing, caching, errors as NaN with a reason."""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from collections.abc import Sequence
+from dataclasses import replace
+
+import pytest
+
+from himga.data.schema import Category
+from himga.eval import EvalResult, batch_judge, compute_metrics
+from himga.eval.judge import JUDGE_PROMPTS, UnjudgeableError, parse_verdict
+from himga.llm._protocol import ChatMessage
+from tests.test_eval_support import ScriptedLLM
+
+
+def _result(**fields: object) -> EvalResult:
+    base = EvalResult(
+        sample_id="s",
+        question_id="q",
+        dataset="locomo",
+        category=Category.SINGLE_HOP,
+        question="Where did Ann go?",
+        answer="Paris",
+        adversarial=False,
+        evidence_turns=(),
+        evidence_texts=(),
+        context="",
+        ranked_turn_ids=None,
+        retrieval_latency_s=0.0,
+        prediction="Paris",
+    )
+    return replace(base, **fields)  # type: ignore[arg-type]
+
+
+def _grader(messages: Sequence[ChatMessage]) -> str:
+    """Judges like a model would: right iff the response line says 'Paris'."""
+    prompt = messages[-1]["content"]
+    if "Generated answer:" in prompt:
+        said = prompt.split("Generated answer:")[1].split("\n")[0]
+        label = "CORRECT" if "Paris" in said else "WRONG"
+        return f'The answer refers to the same place. {{"label": "{label}"}}'
+    said = prompt.split("Model Response:")[1].split("\n\n")[0]
+    return "Yes." if ("Paris" in said or "not mentioned" in said) else "No."
+
+
+@pytest.mark.parametrize(
+    ("prompt", "reply", "verdict"),
+    [
+        ("locomo", '{"label": "CORRECT"}', 1.0),
+        ("locomo", 'It names another city. {"label":"WRONG"}', 0.0),
+        ("locomo", '```json\n{"label": "correct"}\n```', 1.0),
+        ("locomo", "Same date in another format, so CORRECT", 1.0),
+        ("locomo", "The answer is not correct: WRONG", 0.0),  # prose "correct" is not a label
+        ("longmemeval-default", "Yes.", 1.0),
+        ("longmemeval-abstention", "no", 0.0),
+        ("longmemeval-temporal-reasoning", " YES ", 1.0),
+    ],
+)
+def test_parse_verdict_reads_the_label(prompt: str, reply: str, verdict: float) -> None:
+    assert parse_verdict(prompt, reply) == verdict
+
+
+@pytest.mark.parametrize(
+    ("prompt", "reply"),
+    [
+        ("locomo", "CORRECT or WRONG, hard to say"),
+        ("locomo", "I cannot judge this."),
+        ("locomo", '{"label": "MAYBE"}'),
+        ("longmemeval-default", "yes and no"),
+        ("longmemeval-default", "Yesterday, perhaps"),
+        ("longmemeval-default", ""),
+    ],
+)
+def test_parse_verdict_refuses_replies_without_a_single_verdict(prompt: str, reply: str) -> None:
+    with pytest.raises(UnjudgeableError, match="verdict"):
+        parse_verdict(prompt, reply)
+
+
+def test_locomo_uses_mem0_prompt_and_adversarial_uses_the_abstention_prompt() -> None:
+    llm = ScriptedLLM(reply=_grader)
+    results = [
+        _result(question_id="q1", prediction="Paris, in May"),
+        _result(question_id="q2", prediction="Rome"),
+        _result(
+            question_id="q3",
+            category=Category.ADVERSARIAL,
+            adversarial=True,
+            answer="DISTRACTOR",
+            prediction="That is not mentioned.",
+        ),
+    ]
+    scores = batch_judge(results, llm=llm, show_progress=False)
+    assert list(scores) == [1.0, 0.0, 1.0]
+    first, _, third = (call[0]["content"] for call in llm.calls)
+    assert first == JUDGE_PROMPTS["locomo"].format(
+        question="Where did Ann go?", gold_answer="Paris", generated_answer="Paris, in May"
+    )
+    assert "unanswerable" in third
+    assert "DISTRACTOR" not in third
+    assert scores.model == "scripted-1"
+    assert scores.provider == "scripted"
+    assert scores.prompt_hashes == {
+        name: hashlib.sha256(JUDGE_PROMPTS[name].encode()).hexdigest()
+        for name in ("locomo", "longmemeval-abstention")
+    }
+
+
+@pytest.mark.parametrize(
+    ("category", "abstention", "prompt"),
+    [
+        (Category.SINGLE_SESSION_USER, False, "longmemeval-default"),
+        (Category.MULTI_SESSION, False, "longmemeval-default"),
+        (Category.TEMPORAL_REASONING, False, "longmemeval-temporal-reasoning"),
+        (Category.KNOWLEDGE_UPDATE, False, "longmemeval-knowledge-update"),
+        (Category.SINGLE_SESSION_PREFERENCE, False, "longmemeval-single-session-preference"),
+        (Category.MULTI_SESSION, True, "longmemeval-abstention"),
+    ],
+)
+def test_longmemeval_uses_the_official_type_specific_prompt(
+    category: Category, abstention: bool, prompt: str
+) -> None:
+    llm = ScriptedLLM(reply=_grader)
+    result = _result(dataset="longmemeval", category=category, adversarial=abstention)
+    scores = batch_judge([result], llm=llm, show_progress=False)
+    assert list(scores) == [1.0]
+    assert llm.calls[0][0]["content"] == JUDGE_PROMPTS[prompt].format(
+        question="Where did Ann go?", answer="Paris", response="Paris"
+    )
+
+
+def test_identical_judgements_are_asked_once_and_the_cache_is_reused() -> None:
+    llm = ScriptedLLM(reply=_grader)
+    results = [_result(question_id=f"q{i}") for i in range(5)] + [_result(prediction="Rome")]
+    cache: dict[str, float] = {}
+    scores = batch_judge(results, llm=llm, cache=cache, show_progress=False)
+    assert list(scores) == [1.0] * 5 + [0.0]
+    assert len(llm.calls) == 2
+    again = ScriptedLLM(reply=_grader)
+    assert list(batch_judge(results, llm=again, cache=cache, show_progress=False)) == list(scores)
+    assert again.calls == []
+
+
+def test_unjudgeable_results_are_nan_with_a_reason_never_zero() -> None:
+    results = [
+        _result(question_id="ok"),
+        _result(question_id="failed", prediction=None, error="APIError: boom"),
+        _result(question_id="garbled", prediction="Paris!"),
+        _result(question_id="down", prediction="Paris?"),
+    ]
+
+    def reply(messages: Sequence[ChatMessage]) -> str:
+        return "hmm" if "Paris!" in messages[0]["content"] else '{"label": "CORRECT"}'
+
+    llm = ScriptedLLM(reply=reply, fail=lambda prompt: "Paris?" in prompt)
+    scores = batch_judge(results, llm=llm, show_progress=False)
+    assert scores[0] == 1.0
+    assert all(math.isnan(s) for s in scores[1:])
+    assert "APIError: boom" in scores.errors[1]
+    assert "UnjudgeableError" in scores.errors[2]
+    assert "LLMFailure" in scores.errors[3]
+    assert scores.describe()["errors"] == 3
+
+    metrics = compute_metrics(results, scores)
+    assert metrics["counts"]["judged"] == 1
+    assert (
+        metrics["counts"]["judge_errors"] == 2
+    )  # answered but unjudged; the failed call is an error
+    assert metrics["overall"]["judge"] == 1.0
+    assert metrics["judge"]["model"] == "scripted-1"
