@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -15,7 +16,7 @@ from himga.testing.llm_server import FakeLLMServer
 SECRET = "sk-ant-SECRET-do-not-log-4242"
 
 
-def _read(out: Path) -> tuple[list[dict[str, object]], dict[str, object], dict[str, object]]:
+def _read(out: Path) -> tuple[list[dict[str, Any]], dict[str, Any], dict[str, Any]]:
     results = [json.loads(line) for line in (out / "results.jsonl").read_text("utf-8").splitlines()]
     metrics = json.loads((out / "metrics.json").read_text("utf-8"))
     manifest = json.loads((out / "manifest.json").read_text("utf-8"))
