@@ -11,6 +11,7 @@ buffered, so the re-parsing work stays linear in the element size.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -24,6 +25,7 @@ _WHITESPACE = " \t\n\r"
 # A decode error this close to the end of the buffer may just be a cut-off
 # token (e.g. half of a "\\u00e9" escape or of "true").
 _TAIL = 16
+_NUMBER_TAIL = re.compile(r"[0-9.eE+\-]*")
 
 
 def iter_json_array(path: Path) -> Iterator[tuple[int, Any]]:
@@ -126,8 +128,12 @@ class _Reader:
                 if truncated:
                     problem = f"file ends inside the element (truncated): {exc.msg}"
                 raise self._error(index, problem) from None
-            # A number may end exactly at the buffer's end and continue in the next chunk.
-            if end == len(self._buffer) and self._fill(_CHUNK_CHARS):
+            # A value ending at the buffer's end, or a number followed only by characters
+            # that could continue it ("0." + "5"), may be cut off by the chunking.
+            cut_number = isinstance(value, (int, float)) and _NUMBER_TAIL.fullmatch(
+                self._buffer, end
+            )
+            if (end == len(self._buffer) or cut_number) and self._fill(_CHUNK_CHARS):
                 continue
             self._pos = end
             return value

@@ -1,0 +1,219 @@
+"""LongMemEval: the official layout, gold labels kept off messages, streaming."""
+
+from __future__ import annotations
+
+import json
+import random
+import tempfile
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from himga.data import (
+    Category,
+    DatasetError,
+    EvidenceWarning,
+    UnknownCategoryWarning,
+    _stream,
+    iter_dataset,
+    load_dataset,
+)
+from himga.data._stream import iter_json_array
+from himga.data.synthetic import longmemeval_record, write_longmemeval
+from tests.data_fixtures import longmemeval_records, write_json
+
+
+@pytest.fixture(scope="module")
+def generated(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("lme") / "longmemeval_s.json"
+    write_longmemeval(path, questions=32, sessions=4, turns=3, turn_chars=80)
+    return path
+
+
+def test_generated_file_loads(generated: Path) -> None:
+    raw = json.loads(generated.read_text(encoding="utf-8"))
+    samples = load_dataset("longmemeval_s", path=generated)
+    assert [s.sample_id for s in samples] == [r["question_id"] for r in raw]
+    for sample, record in zip(samples, raw, strict=True):
+        (qa,) = sample.qa_pairs
+        assert sample.dataset == "longmemeval_s"
+        assert qa.question_id == sample.sample_id == record["question_id"]
+        assert qa.answer == str(record["answer"])
+        assert qa.category.value == record["question_type"]
+        assert qa.adversarial == record["question_id"].endswith("_abs")
+        assert qa.evidence == tuple(record["answer_session_ids"])
+        assert sample.question_date == record["question_date"]
+        assert [s.session_id for s in sample.sessions] == record["haystack_session_ids"]
+        assert [s.date_str for s in sample.sessions] == record["haystack_dates"]
+        flagged = [
+            f"{sid}:{i}"
+            for sid, turns in zip(
+                record["haystack_session_ids"], record["haystack_sessions"], strict=True
+            )
+            for i, turn in enumerate(turns)
+            if turn.get("has_answer")
+        ]
+        assert list(qa.evidence_turns) == flagged
+        assert flagged
+        for session, turns in zip(sample.sessions, record["haystack_sessions"], strict=True):
+            assert [(m.role, m.content) for m in session.messages] == [
+                (t["role"], t["content"]) for t in turns
+            ]
+    assert any(qa.adversarial for s in samples for qa in s.qa_pairs)
+    assert any(isinstance(r["answer"], int) for r in raw)
+
+
+def test_dates_are_parsed(generated: Path) -> None:
+    (sample,) = load_dataset("longmemeval_s", path=generated, limit=1)
+    record = json.loads(generated.read_text(encoding="utf-8"))[0]
+    expected = datetime.strptime(record["haystack_dates"][0], "%Y/%m/%d (%a) %H:%M")
+    assert sample.sessions[0].date == expected
+
+
+def test_iter_equals_load_and_limit_ids(generated: Path) -> None:
+    everything = load_dataset("longmemeval_s", path=generated)
+    assert list(iter_dataset("longmemeval_s", path=generated)) == everything
+    assert load_dataset("longmemeval_s", path=generated, limit=5) == everything[:5]
+    assert load_dataset("longmemeval_s", path=generated, limit=0) == []
+    wanted = [everything[9].sample_id, everything[3].sample_id]
+    assert load_dataset("longmemeval_s", path=generated, ids=wanted) == [
+        everything[3],
+        everything[9],
+    ]
+    with pytest.raises(DatasetError, match="no sample with id nope"):
+        load_dataset("longmemeval_s", path=generated, ids=["nope"])
+    with pytest.raises(TypeError):
+        load_dataset("longmemeval_s", path=generated, ids="q00001")
+
+
+def test_has_answer_never_reaches_a_message(generated: Path) -> None:
+    for sample in iter_dataset("longmemeval_s", path=generated):
+        for _, message in sample.iter_turns():
+            assert not hasattr(message, "has_answer")
+            assert "has_answer" not in message.content
+
+
+def test_unknown_question_type_is_kept_and_warned(tmp_path: Path) -> None:
+    record = longmemeval_record(random.Random(1), 1, sessions=2, turns=2, turn_chars=10)
+    record["question_type"] = "multi-hop-reasoning"
+    path = write_json(tmp_path / "x.json", [record])
+    with pytest.warns(
+        UnknownCategoryWarning, match=r"x\.json: sample 'q00001'.*multi-hop-reasoning"
+    ):
+        (sample,) = load_dataset("longmemeval_s", path=path)
+    assert sample.qa_pairs[0].category is Category.UNKNOWN
+    assert sample.metadata["question_type"] == "multi-hop-reasoning"
+
+
+def test_answer_session_outside_haystack_is_warned(tmp_path: Path) -> None:
+    record = longmemeval_record(random.Random(1), 1, sessions=2, turns=2, turn_chars=10)
+    record["answer_session_ids"].append("missing")
+    path = write_json(tmp_path / "x.json", [record])
+    with pytest.warns(EvidenceWarning, match="'missing'"):
+        (sample,) = load_dataset("longmemeval_s", path=path)
+    assert "missing" in sample.qa_pairs[0].evidence
+
+
+def test_extra_fields_are_kept_aside(tmp_path: Path) -> None:
+    record = longmemeval_record(random.Random(1), 1, sessions=1, turns=1, turn_chars=10)
+    record["haystack_sessions"][0][0]["tool"] = "x"
+    record["note"] = 1
+    (sample,) = load_dataset("longmemeval_s", path=write_json(tmp_path / "x.json", [record]))
+    turn = sample.sessions[0].messages[0].turn_id
+    assert sample.metadata["turn_extras"] == {turn: {"tool": "x"}}
+    assert sample.metadata["note"] == 1
+
+
+def test_duplicate_question_id_is_an_error(tmp_path: Path) -> None:
+    record = longmemeval_record(random.Random(1), 1, sessions=1, turns=1, turn_chars=10)
+    path = write_json(tmp_path / "x.json", [record, record])
+    with pytest.raises(DatasetError, match=r"x\.json: sample 'q00001': field 'question_id'"):
+        load_dataset("longmemeval_s", path=path)
+
+
+@given(st.lists(longmemeval_records(), max_size=3))
+def test_generated_records_round_trip(records: list[dict[str, Any]]) -> None:
+    for index, record in enumerate(records):
+        record["question_id"] = f"{index}-{record['question_id']}"
+    with tempfile.TemporaryDirectory() as tmp:
+        path = write_json(Path(tmp) / "x.json", records)
+        samples = load_dataset("longmemeval_oracle", path=path)
+    assert len(samples) == len(records)
+    for sample, record in zip(samples, records, strict=True):
+        (qa,) = sample.qa_pairs
+        assert qa.answer == str(record["answer"])
+        assert qa.evidence == tuple(record["answer_session_ids"])
+        messages = [(m.role, m.content) for _, m in sample.iter_turns()]
+        assert messages == [
+            (t["role"], t["content"]) for turns in record["haystack_sessions"] for t in turns
+        ]
+        assert {m.turn_id for _, m in sample.iter_turns()} >= set(qa.evidence_turns)
+
+
+json_values = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(max_size=20),
+    lambda children: (
+        st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=5), children, max_size=4)
+    ),
+    max_leaves=20,
+)
+
+
+@given(st.lists(json_values, max_size=6), st.integers(1, 9), st.sampled_from(["", " ", "\n  "]))
+def test_stream_matches_json_loads(values: list[Any], chunk: int, space: str) -> None:
+    text = json.dumps(values, ensure_ascii=False, separators=("," + space, ":" + space))
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "a.json"
+        path.write_text(space + text + space, encoding="utf-8")
+        original = _stream._CHUNK_CHARS
+        _stream._CHUNK_CHARS = chunk  # tiny chunks: every element straddles reads
+        try:
+            streamed = [value for _, value in iter_json_array(path)]
+        finally:
+            _stream._CHUNK_CHARS = original
+    assert streamed == json.loads(text)
+
+
+@given(st.lists(json_values, min_size=1, max_size=5), st.data())
+def test_stream_rejects_truncation(values: list[Any], data: st.DataObject) -> None:
+    text = json.dumps(values)
+    cut = data.draw(st.integers(1, len(text) - 1))
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "a.json"
+        path.write_text(text[:cut], encoding="utf-8")
+        with pytest.raises(DatasetError, match=r"a\.json"):
+            list(iter_json_array(path))
+
+
+@pytest.mark.parametrize(
+    ("text", "problem"),
+    [
+        ("", "expected a JSON array"),
+        ('{"a": 1}', "expected a JSON array"),
+        ("[1 2]", "sample #0: expected ',' or ']'"),
+        ("[1]]", "unexpected data after the array"),
+        ('[{"a":}]', "sample #0: invalid JSON"),
+        ("[1,]", "sample #1: invalid JSON"),
+        ('[{"a": "b', "sample #0: file ends inside the element"),
+    ],
+)
+def test_stream_errors(tmp_path: Path, text: str, problem: str) -> None:
+    path = tmp_path / "a.json"
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(DatasetError, match=problem):
+        list(iter_json_array(path))
+
+
+def test_stream_rejects_non_utf8(tmp_path: Path) -> None:
+    path = tmp_path / "a.json"
+    path.write_bytes(b'["\xff"]')
+    with pytest.raises(DatasetError, match="not UTF-8"):
+        list(iter_json_array(path))
