@@ -292,8 +292,11 @@ def test_many_concurrent_connections_and_busy_time() -> None:
         assert [r.status for r in server.requests] == [200] * n
         assert server.max_in_flight == n
         assert 0.05 <= server.busy_seconds <= wall
+        # Every request was in flight for at least the latency; no more than n at once.
+        assert n * 0.05 <= server.in_flight_seconds <= n * server.busy_seconds
         server.reset_stats()
-        assert (server.request_count, server.max_in_flight, server.busy_seconds) == (0, 0, 0.0)
+        assert server.request_count == server.max_in_flight == 0
+        assert server.busy_seconds == server.in_flight_seconds == 0.0
 
 
 def test_lifecycle_errors() -> None:

@@ -6,7 +6,8 @@ answers ``POST /v1/messages`` (Anthropic) and ``POST /v1/chat/completions``
 (OpenAI) with well-formed bodies including token usage, and can inject HTTP
 faults (429 with ``retry-after-ms``, 500, 529, ...) on a fixed queue, per
 distinct prompt, or at a seeded random rate. It records every request and the
-time during which at least one request was in flight (``busy_seconds``).
+time during which at least one request was in flight (``busy_seconds``) and
+the summed in-flight time of all requests (``in_flight_seconds``).
 
 Standard library only, so importing it is cheap and needs no extra.
 """
@@ -174,6 +175,8 @@ class FakeLLMServer:
         self._max_in_flight = 0
         self._busy_since = 0.0
         self._busy_total = 0.0
+        self._last_change = 0.0
+        self._in_flight_area = 0.0
         self._httpd: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
 
@@ -279,32 +282,54 @@ class FakeLLMServer:
             running = time.perf_counter() - self._busy_since if self._in_flight else 0.0
             return self._busy_total + running
 
-    def reset_stats(self) -> None:
-        """Forget recorded requests, per-prompt attempts, ``max_in_flight`` and ``busy_seconds``.
+    @property
+    def in_flight_seconds(self) -> float:
+        """The sum over requests of the time each was in flight (the in-flight count's integral).
 
-        Queued faults stay queued.
+        Divided by a wall time, it is the average number of requests in flight: the
+        effective concurrency a client achieved.
         """
         with self._lock:
+            return self._in_flight_area + self._in_flight * (
+                time.perf_counter() - self._last_change
+            )
+
+    def reset_stats(self) -> None:
+        """Forget recorded requests, per-conversation attempts and the timing statistics.
+
+        ``max_in_flight``, ``busy_seconds`` and ``in_flight_seconds`` restart from
+        the requests in flight now; queued faults stay queued.
+        """
+        with self._lock:
+            now = time.perf_counter()
             self._requests.clear()
             self._attempts.clear()
             self._max_in_flight = self._in_flight
             self._busy_total = 0.0
-            self._busy_since = time.perf_counter()
+            self._busy_since = now
+            self._in_flight_area = 0.0
+            self._last_change = now
 
     # -- request handling (called from handler threads) ---------------------------------
 
     def _enter(self) -> None:
         with self._lock:
+            now = time.perf_counter()
             if self._in_flight == 0:
-                self._busy_since = time.perf_counter()
+                self._busy_since = now
+            self._in_flight_area += self._in_flight * (now - self._last_change)
+            self._last_change = now
             self._in_flight += 1
             self._max_in_flight = max(self._max_in_flight, self._in_flight)
 
     def _leave(self) -> None:
         with self._lock:
+            now = time.perf_counter()
+            self._in_flight_area += self._in_flight * (now - self._last_change)
+            self._last_change = now
             self._in_flight -= 1
             if self._in_flight == 0:
-                self._busy_total += time.perf_counter() - self._busy_since
+                self._busy_total += now - self._busy_since
                 self._idle.notify_all()
 
     def _record(self, request: RecordedRequest) -> None:
