@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import math
 import subprocess
 import sys
@@ -164,9 +165,7 @@ def test_token_budget_keeps_the_longest_recent_suffix_that_fits(
 ) -> None:
     memory = FullContextMemory(max_tokens=budget)
     say(memory, *contents)
-    full = FullContextMemory()
-    say(full, *contents)
-    lines = full.retrieve("").split("\n") if contents else []
+    lines = [f"[{SESSION.date_str}] Caroline: {content}" for content in contents]
     # tokens ~ ceil(characters / 4) per line, plus one per newline
     cost = [math.ceil(len(line) / 4) + 1 for line in lines]
     kept = 0
@@ -242,10 +241,14 @@ def test_bm25_scores_are_lucene_bm25(docs: list[list[str]], query: list[str], k:
     )
     hits = memory.search(" ".join(query), k)
     assert len(hits) == min(k, len(ranked))
-    for hit in hits:
-        assert hit.turn_id is not None
-        assert hit.score == pytest.approx(expected[int(hit.turn_id[3:])], rel=1e-4)
-    # the k best, up to float32 ties at the cut
+    positions = [int(hit.turn_id[3:]) for hit in hits if hit.turn_id is not None]
+    for hit, position in zip(hits, positions, strict=True):
+        assert hit.score == pytest.approx(expected[position], rel=1e-4)
+    # best first; equal scores (float32 in bm25s) in conversation order
+    for before, after in itertools.pairwise(positions):
+        tied = expected[before] == pytest.approx(expected[after], rel=1e-5)
+        assert (before < after) if tied else expected[before] > expected[after]
+    # nothing left out scores better than the last hit
     if len(hits) < len(ranked):
         assert hits[-1].score >= expected[ranked[len(hits)]] * (1 - 1e-4)
 

@@ -1,0 +1,286 @@
+"""Speed of BM25Memory beside raw bm25s and rank-bm25, measured in the same run.
+
+Corpora: (a) one LoCoMo conversation (conv-26, every question of it as queries);
+(b) 20,000 and (c) 200,000 generated messages -- words drawn from LoCoMo's own
+word stream (so term frequencies are realistic), 8-30 per message, sessions of
+20 messages with a date -- queried with LoCoMo questions.
+
+Per system: ingest/build cost and per-query latency (median p50, p95) for the
+top 10 turns.
+
+* ``BM25Memory``: ``ingest`` per message (µs); the first ``retrieve`` after the
+  ingests (it builds the index); then ``retrieve`` (top 10 re-ordered, formatted)
+  and ``search(query, 10)``.
+* raw bm25s: bm25s's README path -- ``bm25s.tokenize(..., stopwords="en",
+  stemmer=PyStemmer English)``, ``BM25().index``, per query ``bm25s.tokenize`` +
+  ``retrieve(k=10)``.
+* rank-bm25: ``BM25Okapi`` over the same bm25s tokens, per query tokenize +
+  ``get_scores`` + top 10. It scans every document per query term, so the large
+  corpora get fewer queries (see the ``queries`` column).
+
+Run::
+
+    uv run python bench/bench_retrieval.py --data-dir ../shared/datasets
+
+Prints markdown tables, the ratios and a JSON manifest. Not a test: numbers vary
+with the machine; compare ratios measured in one run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import random
+import statistics
+import subprocess
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from importlib.metadata import version
+from pathlib import Path
+from typing import Any
+
+from himga._extras import require
+from himga.data import Message, Sample, Session, load_dataset
+from himga.memory import BM25Memory
+
+TOP_K = 10
+Turns = list[tuple[Message, Session]]
+
+
+@dataclass(frozen=True)
+class Corpus:
+    name: str
+    turns: Turns
+    queries: list[str]
+    rank_bm25_queries: int  # rank-bm25 is O(documents) per query term: fewer queries at scale
+
+
+@dataclass(frozen=True)
+class Latency:
+    p50_ms: float
+    p95_ms: float
+    queries: int
+
+
+def summary(samples: list[float]) -> Latency:
+    ordered = sorted(samples)
+    p95 = ordered[min(len(ordered) - 1, round(0.95 * (len(ordered) - 1)))]
+    return Latency(1e3 * statistics.median(ordered), 1e3 * p95, len(ordered))
+
+
+def interleaved(
+    calls: dict[str, Callable[[str], object]], queries: Sequence[str], limits: dict[str, int]
+) -> dict[str, Latency]:
+    """Per-query latency of every system, taking turns query by query.
+
+    Interleaving exposes every system to the same background load, so the
+    ratios stay meaningful on a shared machine. ``limits`` caps a system's
+    number of queries (its first ones).
+    """
+    samples: dict[str, list[float]] = {name: [] for name in calls}
+    names = list(calls)
+    for i, query in enumerate(queries):
+        for name in names[i % len(names) :] + names[: i % len(names)]:
+            if i < limits.get(name, len(queries)):
+                started = time.perf_counter()
+                calls[name](query)
+                samples[name].append(time.perf_counter() - started)
+    return {name: summary(values) for name, values in samples.items()}
+
+
+def locomo_corpus(sample: Sample) -> Corpus:
+    turns = [(message, session) for session, message in sample.iter_turns()]
+    questions = [qa.question for qa in sample.qa_pairs]
+    queries = questions * 5
+    return Corpus(f"LoCoMo {sample.sample_id} ({len(turns)} turns)", turns, queries, len(queries))
+
+
+def generated_corpus(
+    size: int, samples: Sequence[Sample], queries: int, rank_bm25_queries: int
+) -> Corpus:
+    rng = random.Random(size)
+    words = [w for s in samples for _, m in s.iter_turns() for w in m.content.split()]
+    questions = [qa.question for s in samples for qa in s.qa_pairs]
+    turns: Turns = []
+    for start in range(0, size, 20):
+        number = start // 20 + 1
+        count = min(20, size - start)
+        messages = [
+            Message(
+                ("Ada", "Bo")[i % 2],
+                " ".join(rng.choices(words, k=rng.randint(8, 30))),
+                f"D{number}:{i + 1}",
+            )
+            for i in range(count)
+        ]
+        session = Session(f"session_{number}", messages, f"{number % 28 + 1} May, 2023")
+        turns.extend((message, session) for message in messages)
+    return Corpus(
+        f"generated ({size:,} messages)", turns, rng.sample(questions, queries), rank_bm25_queries
+    )
+
+
+Query = Callable[[str], object]
+
+
+def setup_memory(corpus: Corpus) -> tuple[dict[str, float], dict[str, Query]]:
+    memory = BM25Memory(k=TOP_K)
+    started = time.perf_counter()
+    for message, session in corpus.turns:
+        memory.ingest(message, session)
+    ingest_s = time.perf_counter() - started
+    started = time.perf_counter()
+    memory.retrieve(corpus.queries[0])  # builds the index
+    first_s = time.perf_counter() - started
+    setup = {"ingest_us_per_message": 1e6 * ingest_s / len(corpus.turns), "build_ms": 1e3 * first_s}
+    calls: dict[str, Query] = {
+        "BM25Memory.retrieve": memory.retrieve,
+        "BM25Memory.search": lambda query: memory.search(query, TOP_K),
+    }
+    return setup, calls
+
+
+def setup_bm25s(corpus: Corpus) -> tuple[dict[str, float], dict[str, Query]]:
+    bm25s = require("bm25s", extra="bm25", purpose="the raw bm25s baseline")
+    stemmer = require("Stemmer", extra="bm25", purpose="the raw bm25s baseline").Stemmer("english")
+    texts = [f"{message.role}: {message.content}" for message, _ in corpus.turns]
+    started = time.perf_counter()
+    retriever = bm25s.BM25()
+    retriever.index(
+        bm25s.tokenize(texts, stopwords="en", stemmer=stemmer, show_progress=False),
+        show_progress=False,
+    )
+    build_s = time.perf_counter() - started
+
+    def query(text: str) -> object:
+        tokens = bm25s.tokenize(text, stopwords="en", stemmer=stemmer, show_progress=False)
+        return retriever.retrieve(tokens, k=min(TOP_K, len(texts)), show_progress=False)
+
+    return {"build_ms": 1e3 * build_s}, {"raw bm25s": query}
+
+
+def setup_rank_bm25(corpus: Corpus) -> tuple[dict[str, float], dict[str, Query]]:
+    bm25s = require("bm25s", extra="bm25", purpose="tokenising for rank-bm25")
+    stemmer = require("Stemmer", extra="bm25", purpose="tokenising for rank-bm25").Stemmer(
+        "english"
+    )
+    np = require("numpy", extra="bm25", purpose="the rank-bm25 baseline")
+    from rank_bm25 import BM25Okapi
+
+    texts = [f"{message.role}: {message.content}" for message, _ in corpus.turns]
+    started = time.perf_counter()
+    tokens = bm25s.tokenize(
+        texts, stopwords="en", stemmer=stemmer, return_ids=False, show_progress=False
+    )
+    index = BM25Okapi(tokens)
+    build_s = time.perf_counter() - started
+
+    def query(text: str) -> object:
+        (terms,) = bm25s.tokenize(
+            [text], stopwords="en", stemmer=stemmer, return_ids=False, show_progress=False
+        )
+        scores = index.get_scores(terms)
+        return np.argpartition(-scores, TOP_K)[:TOP_K]
+
+    return {"build_ms": 1e3 * build_s}, {"rank-bm25": query}
+
+
+def bench(corpus: Corpus) -> dict[str, Any]:
+    """Setup costs of the three systems, then their per-query latency, interleaved."""
+    setups = {
+        "BM25Memory": setup_memory(corpus),
+        "raw bm25s": setup_bm25s(corpus),
+        "rank-bm25": setup_rank_bm25(corpus),
+    }
+    calls = {name: call for _, system in setups.values() for name, call in system.items()}
+    latencies = interleaved(calls, corpus.queries, {"rank-bm25": corpus.rank_bm25_queries})
+    return {
+        "setup": {name: setup for name, (setup, _) in setups.items()},
+        "latency": latencies,
+    }
+
+
+def git_commit() -> str:
+    completed = subprocess.run(
+        ["git", "rev-parse", "HEAD"], capture_output=True, text=True, check=False
+    )
+    return completed.stdout.strip() or "unknown"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--data-dir", type=Path, default=None, help="sets HIMGA_DATA_DIR")
+    parser.add_argument(
+        "--sizes", type=int, nargs="*", default=[20_000, 200_000], help="generated corpora"
+    )
+    args = parser.parse_args()
+    if args.data_dir is not None:
+        os.environ["HIMGA_DATA_DIR"] = str(args.data_dir.resolve())
+    samples = list(load_dataset("locomo"))
+    corpora = [locomo_corpus(samples[0])]
+    for size in args.sizes:
+        corpora.append(
+            generated_corpus(
+                size,
+                samples,
+                queries=300 if size <= 20_000 else 100,
+                rank_bm25_queries=50 if size <= 20_000 else 10,
+            )
+        )
+
+    results: dict[str, dict[str, Any]] = {}
+    print("| corpus | system | ingest µs/msg | build ms | p50 ms | p95 ms | queries |")
+    print("|---|---|---|---|---|---|---|")
+    for corpus in corpora:
+        measured = results[corpus.name] = bench(corpus)
+        setup = measured["setup"]
+        for system, lat in measured["latency"].items():
+            owner = setup[system.split(".")[0]]
+            ingest = owner.get("ingest_us_per_message")
+            ingest_cell = "" if ingest is None or system.endswith("search") else f"{ingest:.2f}"
+            build_cell = "" if system.endswith("search") else f"{owner['build_ms']:.1f}"
+            print(
+                f"| {corpus.name} | {system} | {ingest_cell} | {build_cell} "
+                f"| {lat.p50_ms:.3f} | {lat.p95_ms:.3f} | {lat.queries} |"
+            )
+
+    print(
+        "\n| corpus | rank-bm25 p50 / BM25Memory.retrieve p50 "
+        "| BM25Memory.retrieve p50 / raw bm25s p50 |"
+    )
+    print("|---|---|---|")
+    ratios: dict[str, dict[str, float]] = {}
+    for name, measured in results.items():
+        latencies = measured["latency"]
+        ours = latencies["BM25Memory.retrieve"].p50_ms
+        speedup = latencies["rank-bm25"].p50_ms / ours
+        overhead = ours / latencies["raw bm25s"].p50_ms
+        ratios[name] = {"speedup_vs_rank_bm25": speedup, "cost_vs_raw_bm25s": overhead}
+        print(f"| {name} | {speedup:.1f}x | {overhead:.2f}x |")
+
+    def plain(value: Any) -> Any:
+        if isinstance(value, Latency):
+            return {key: round(v, 4) for key, v in vars(value).items()}
+        if isinstance(value, dict):
+            return {key: plain(v) for key, v in value.items()}
+        return round(value, 4) if isinstance(value, float) else value
+
+    manifest = {
+        "bench": "bench/bench_retrieval.py",
+        "git_commit": git_commit(),
+        "python": platform.python_version(),
+        "machine": f"{platform.machine()}, {os.cpu_count()} CPUs",
+        "versions": {
+            name: version(name) for name in ("himga", "bm25s", "PyStemmer", "numpy", "rank-bm25")
+        },
+        "results": plain(results),
+        "ratios": plain(ratios),
+    }
+    print("\nmanifest:\n" + json.dumps(manifest, indent=1, ensure_ascii=False))
+
+
+if __name__ == "__main__":
+    main()
