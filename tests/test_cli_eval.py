@@ -119,6 +119,7 @@ def test_llm_run_answers_judges_resumes_and_never_writes_the_key(
         monkeypatch.setenv("ANTHROPIC_API_KEY", SECRET)
         assert main(argv) == 0
         first_requests = server.request_count
+        first_usage = _read(out)[2]["tokens"]["client_usage_this_invocation"]
         server.reset_stats()
         assert (
             main(argv) == 0
@@ -134,6 +135,8 @@ def test_llm_run_answers_judges_resumes_and_never_writes_the_key(
     assert manifest["llm"]["provider"] == "anthropic"
     assert manifest["judge"]["model"] == "fake-model"
     assert manifest["tokens"]["answer_input"] > 0
+    assert manifest["tokens"]["client_usage_this_invocation"]["calls"] == 0  # all resumed
+    assert first_usage["calls"] == first_requests // 2  # each prompt failed once, then succeeded
     assert "locomo" in manifest["prompt_hashes"]["judge"]
     for text in [captured.out, captured.err, *(p.read_text("utf-8") for p in out.iterdir())]:
         assert SECRET not in text

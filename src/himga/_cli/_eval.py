@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import hashlib
 import json
 import os
@@ -141,7 +142,7 @@ def run(args: argparse.Namespace) -> int:
         "tokens": {
             "answer_input": sum(r.input_tokens for r in results),
             "answer_output": sum(r.output_tokens for r in results),
-            "total_reported_by_client": _usage(llm),
+            "client_usage_this_invocation": _usage(llm),
         },
         "counts": metrics["counts"],
         "python": platform.python_version(),
@@ -202,14 +203,11 @@ def _describe_llm(llm: Any, concurrency: int | None) -> dict[str, Any] | None:
 
 
 def _usage(llm: Any) -> dict[str, Any] | None:
+    """The client's own call and token totals (``SDKClient.usage``), if it keeps them."""
     usage = getattr(llm, "usage", None)
-    if usage is None:
+    if not dataclasses.is_dataclass(usage) or isinstance(usage, type):
         return None
-    return {
-        name: getattr(usage, name)
-        for name in ("calls", "failures", "input_tokens", "output_tokens")
-        if hasattr(usage, name)
-    }
+    return dataclasses.asdict(usage)
 
 
 def _redact(text: str) -> str:
