@@ -8,6 +8,7 @@ of :class:`ListMemory`, the simplest correct memory.
 from __future__ import annotations
 
 import random
+import weakref
 from collections.abc import Callable
 from typing import Any, ClassVar
 
@@ -262,24 +263,20 @@ class ModuleLevelStore:
         _STORE[:] = [(owner, line) for owner, line in _STORE if owner != id(self)]
 
 
-_HELD: dict[int, int] = {}
+_LIVE: weakref.WeakSet[ReportsOthers] = weakref.WeakSet()
 
 
 class ReportsOthers(ListMemory):
-    """Leaks no text, but its output tells how much the other instances hold."""
+    """Leaks no text, but its output tells how much the other live instances hold."""
 
-    def ingest(self, message: Message, session: Session, /) -> None:
-        super().ingest(message, session)
-        _HELD[id(self)] = len(self.lines)
+    def __init__(self) -> None:
+        super().__init__()
+        _LIVE.add(self)
 
     def retrieve(self, query: str, /) -> str:
-        others = sum(n for owner, n in _HELD.items() if owner != id(self))
+        others = sum(len(memory.lines) for memory in _LIVE if memory is not self)
         own = super().retrieve(query)
         return f"{own}\n({others} turns held elsewhere)" if others else own
-
-    def reset(self) -> None:
-        super().reset()
-        _HELD.pop(id(self), None)
 
 
 # The contract id each broken memory must be flagged with.

@@ -78,6 +78,8 @@ class Harness:
         self.memories: list[Any] = []
         self.live: list[set[str]] = []  # tokens ingested since the instance's last reset
         self.holds: list[bool] = []  # anything ingested since the instance's last reset
+        self.touched: list[bool] = []  # ever ingested or reset
+        self.history: list[list[tuple[Message, Session]]] = []  # ingested since last reset
         self.resets: list[int] = []
 
     # -- the calls --------------------------------------------------------------
@@ -89,10 +91,13 @@ class Harness:
         try:
             memory = self._factory()
         except Exception as exc:
-            self._fail(self._only_or(REUSE), f"factory() raised {type(exc).__name__}: {exc}", exc)
+            problem = f"factory() raised {type(exc).__name__}: {exc}"
+            self._fail(RETURNS_STR if len(self._checks) > 1 else min(self._checks), problem, exc)
         self.memories.append(memory)
         self.live.append(set())
         self.holds.append(False)
+        self.touched.append(False)
+        self.history.append([])
         self.resets.append(0)
         return index
 
@@ -112,33 +117,35 @@ class Harness:
         return list(self._canaries)
 
     def content(self, k: int, fallback: str) -> str:
-        """The ``k``-th ingested content (cyclically), ``fallback`` if nothing was ingested."""
+        """The ``k``-th non-blank ingested content (cyclically), else ``fallback``."""
         return self._contents[k % len(self._contents)] if self._contents else fallback
 
     def ingest(self, index: int, message: Message, session: Session) -> None:
         name = self._session_name(session)
         self.trace.append(f"m{index + 1}.ingest({_show_message(message)}, {name})")
-        blame = self._blame_call(index, query=None)
-        self._call(index, blame, "ingest", message, session)
-        self._contents.append(message.content)
+        self._call(index, "ingest", message, session)
+        if message.content.strip():
+            self._contents.append(message.content)
         self.live[index].update(CANARY.findall(message.content))
+        self.history[index].append((message, session))
         self.holds[index] = True
+        self.touched[index] = True
 
     def reset(self, index: int) -> None:
         self.trace.append(f"m{index + 1}.reset()")
-        self._call(index, self._blame_call(index, query=None), "reset")
+        self._call(index, "reset")
         self.live[index] = set()
+        self.history[index] = []
         self.holds[index] = False
+        self.touched[index] = True
         self.resets[index] += 1
 
     def retrieve(self, index: int, query: str) -> str:
         self.trace.append(f"m{index + 1}.retrieve({_show(query)})")
-        blame = self._blame_call(index, query=query)
-        output = self._call(index, blame, "retrieve", query)
-        if inspect.iscoroutine(output):
-            output.close()  # never awaited by design; closing avoids a RuntimeWarning
+        output = self._call(index, "retrieve", query)
         if not isinstance(output, str):
             self.trace[-1] += f"  # -> {output!r:.{_SHOWN}}"
+            blame = self._blame(index, "retrieve", (query,))
             self._fail(blame, f"retrieve returned {type(output).__name__}, not str")
         self.trace[-1] += f"  # -> {_show(output)}"
         self._check_output(index, output)
@@ -149,7 +156,21 @@ class Harness:
     def _check_output(self, index: int, output: str) -> None:
         me = f"m{index + 1}"
         tokens = CANARY.findall(output)
+        unknown = [token for token in tokens if token not in self._owner]
+        if unknown and self._checks & {RESET_CLEARS, ISOLATION}:
+            self._fail(
+                ISOLATION,
+                f"{me}'s output holds {unknown[0]!r}, which an instance of an earlier run "
+                f"ingested: state is shared across instances",
+            )
         if RESET_CLEARS in self._checks:
+            for token in tokens:
+                if self._owner[token] == index and token not in self.live[index]:
+                    self._fail(
+                        RESET_CLEARS,
+                        f"{token!r} was ingested by {me} before its reset(), "
+                        f"yet appears in its output",
+                    )
             if not self.holds[index] and output and not self._others_hold(index):
                 state = "was reset" if self.resets[index] else "is fresh"
                 self._fail(
@@ -157,54 +178,58 @@ class Harness:
                     f'{me} {state} and has ingested nothing since, so retrieve must return "", '
                     f"but it returned {_show(output)}",
                 )
-            for token in tokens:
-                if self._owner.get(token) == index and token not in self.live[index]:
-                    self._fail(
-                        RESET_CLEARS,
-                        f"{token!r} was ingested by {me} before its reset(), "
-                        f"yet appears in its output",
-                    )
         if ISOLATION in self._checks:
             for token in tokens:
-                owner = self._owner.get(token)
-                if owner is None:
-                    self._fail(
-                        ISOLATION,
-                        f"{me}'s output holds {token!r}, which was ingested by an instance of an "
-                        f"earlier run: state is shared across instances",
-                    )
+                owner = self._owner[token]
                 if owner != index:
                     self._fail(
                         ISOLATION,
                         f"{token!r} was ingested by m{owner + 1}, yet appears in {me}'s output",
                     )
-            if not self.holds[index] and output and self._others_hold(index):
+            if not self.touched[index] and output and self._others_hold(index):
                 self._fail(
                     ISOLATION,
-                    f"{me} holds nothing, yet returned {_show(output)} while another "
-                    f"instance holds content",
+                    f"{me} is fresh, yet returned {_show(output)} while another instance "
+                    f"holds content",
                 )
 
     def _others_hold(self, index: int) -> bool:
         return any(holds for i, holds in enumerate(self.holds) if i != index)
 
-    def _blame_call(self, index: int, query: str | None) -> str:
-        if query is not None and not query.strip():
-            return self._only_or(EMPTY_QUERY)
-        if self.resets[index]:
-            return self._only_or(REUSE)
-        return self._only_or(RETURNS_STR)
-
-    def _only_or(self, contract_id: str) -> str:
-        if len(self._checks) == 1:
-            return next(iter(self._checks))
-        return contract_id
-
-    def _call(self, index: int, blame: str, method: str, *args: Any) -> Any:
+    def _call(self, index: int, method: str, *args: Any) -> Any:
         try:
-            return getattr(self.memories[index], method)(*args)
+            output = getattr(self.memories[index], method)(*args)
         except Exception as exc:
-            self._fail(blame, f"{method} raised {type(exc).__name__}: {exc}", exc)
+            problem = f"{method} raised {type(exc).__name__}: {exc}"
+            self._fail(self._blame(index, method, args), problem, exc)
+        if inspect.iscoroutine(output):
+            output.close()  # never awaited by design; closing avoids a RuntimeWarning
+        return output
+
+    def _blame(self, index: int, method: str, args: tuple[Any, ...]) -> str:
+        """The contract a crash or a non-str result breaks.
+
+        After a reset, a fresh instance given the same history is asked the same:
+        if it copes, the reset broke the object (``reuse-after-reset``).
+        """
+        if self.resets[index] and (
+            method == "reset" or self._copes_without_reset(index, method, args)
+        ):
+            return REUSE
+        if method == "retrieve" and not args[0].strip():
+            return EMPTY_QUERY
+        return RETURNS_STR
+
+    def _copes_without_reset(self, index: int, method: str, args: tuple[Any, ...]) -> bool:
+        # A diagnosis only: these calls are not part of the reproducer.
+        try:
+            twin = self._factory()
+            for message, session in self.history[index]:
+                twin.ingest(message, session)
+            output = getattr(twin, method)(*args)
+        except Exception:
+            return False
+        return method != "retrieve" or isinstance(output, str)
 
     def _session_name(self, session: Session) -> str:
         name = self._session_names.get(id(session))

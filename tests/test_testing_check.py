@@ -1,0 +1,165 @@
+"""check_memory / check_contract: every broken memory is caught under its id, legal ones pass."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from hypothesis import Phase, settings
+
+from himga.memory import BaseMemory, NullMemory
+from himga.testing import (
+    CONTRACTS,
+    DEFAULT_MAX_EXAMPLES,
+    ContractViolation,
+    check_contract,
+    check_memory,
+)
+from tests.mutants import BROKEN, LEGAL, ListMemory, ResetOnlyHides
+
+# The profile of the suite (dev: 25, ci: 100) sets how hard the kit searches here.
+EXAMPLES = settings().max_examples
+
+
+@pytest.mark.parametrize("name", sorted(BROKEN))
+def test_check_memory_flags_each_broken_memory_under_its_contract(name: str) -> None:
+    factory, contract_id = BROKEN[name]
+    with pytest.raises(ContractViolation) as caught:
+        check_memory(factory, max_examples=EXAMPLES)
+    assert caught.value.contract_id == contract_id, str(caught.value)
+    assert f"[{contract_id}]" in str(caught.value)
+
+
+@pytest.mark.parametrize("name", sorted(LEGAL))
+def test_check_memory_passes_legal_memories(name: str) -> None:
+    check_memory(LEGAL[name], max_examples=EXAMPLES)
+
+
+def test_check_memory_passes_null_memory() -> None:
+    check_memory(NullMemory, max_examples=EXAMPLES)
+
+
+def test_factory_may_be_any_zero_argument_callable() -> None:
+    made: list[BaseMemory] = []
+
+    def factory() -> BaseMemory:
+        made.append(ListMemory())
+        return made[-1]
+
+    check_memory(factory, max_examples=5)
+    assert len(made) > 5  # a fresh memory per generated program
+
+
+def test_violation_names_contract_and_shrunk_reproducer() -> None:
+    with pytest.raises(ContractViolation) as caught:
+        check_contract(ResetOnlyHides, "reset-clears", max_examples=EXAMPLES)
+    violation = caught.value
+    assert violation.contract_id == "reset-clears"
+    lines = violation.reproducer.splitlines()
+    assert lines[0] == "factory = tests.mutants:ResetOnlyHides"
+    assert "m1.reset()" in lines
+    # Shrunk: one ingest before the reset is all the violation needs.
+    ingests_before_reset = lines[: lines.index("m1.reset()")]
+    assert sum(".ingest(" in line for line in ingests_before_reset) == 1, violation.reproducer
+    assert "minimal reproducer:" in str(violation)
+    assert isinstance(violation, AssertionError)
+
+
+def test_memory_exceptions_are_chained() -> None:
+    with pytest.raises(ContractViolation) as caught:
+        check_contract(BROKEN["CrashesOnBlankQuery"][0], "retrieve-empty-query", max_examples=5)
+    assert isinstance(caught.value.__cause__, IndexError)
+    assert "retrieve raised IndexError" in caught.value.problem
+
+
+@pytest.mark.parametrize(
+    ("name", "fragment"),
+    [
+        ("AsyncRetrieve", "retrieve: is 'async def'"),
+        ("MissingReset", "reset: missing"),
+        ("MissingSession", "ingest: parameter 'session' is missing"),
+        ("KeywordOnlySession", "ingest: parameter 'session' is keyword-only"),
+        ("RequiredExtraParam", "retrieve: extra parameter 'k' has no default"),
+    ],
+)
+def test_protocol_shape_names_method_and_parameter_before_running_anything(
+    name: str, fragment: str
+) -> None:
+    constructed: list[object] = []
+    broken: type[Any] = BROKEN[name][0]  # type: ignore[assignment]
+
+    class Spied(broken):  # type: ignore[misc]
+        def __init__(self) -> None:
+            constructed.append(self)
+            super().__init__()
+
+    with pytest.raises(ContractViolation) as caught:
+        check_memory(Spied, max_examples=5)
+    assert caught.value.contract_id == "protocol-shape"
+    assert fragment in caught.value.problem
+    assert caught.value.reproducer == ""
+    assert constructed == []  # judged from signatures alone
+
+
+def test_protocol_shape_accepts_extra_optional_and_variadic_parameters() -> None:
+    for name in ("ExtraParamsMemory", "VarArgsMemory", "SubclassedMemory"):
+        check_contract(LEGAL[name], "protocol-shape")
+
+
+def test_a_factory_that_raises_is_reported() -> None:
+    def factory() -> BaseMemory:
+        raise RuntimeError("no database")
+
+    with pytest.raises(ContractViolation, match="factory\\(\\) raised RuntimeError: no database"):
+        check_memory(factory, max_examples=5)
+
+
+def test_unknown_contract_id_is_an_error() -> None:
+    with pytest.raises(ValueError, match="unknown contract id 'reset'"):
+        check_contract(NullMemory, "reset")
+
+
+def test_contract_ids_are_stable() -> None:
+    assert [contract.id for contract in CONTRACTS] == [
+        "protocol-shape",
+        "retrieve-returns-str",
+        "retrieve-empty-query",
+        "reset-clears",
+        "reuse-after-reset",
+        "instance-isolation",
+    ]
+    assert DEFAULT_MAX_EXAMPLES == 100
+
+
+@pytest.fixture
+def hostile_profile() -> Iterator[None]:
+    """A caller's profile that would, if inherited, stop the kit from generating anything."""
+    previous = settings()
+    settings.register_profile("himga-test-hostile", max_examples=1, phases=[Phase.explicit])
+    settings.load_profile("himga-test-hostile")
+    try:
+        yield
+    finally:
+        settings.register_profile("himga-test-restore", previous)
+        settings.load_profile("himga-test-restore")
+
+
+@pytest.mark.usefixtures("hostile_profile")
+def test_kit_settings_do_not_depend_on_the_callers_profile() -> None:
+    with pytest.raises(ContractViolation, match="reset-clears"):
+        check_memory(ResetOnlyHides, max_examples=EXAMPLES)
+
+
+def test_derandomize_makes_the_search_repeatable() -> None:
+    def reproducer() -> str:
+        with pytest.raises(ContractViolation) as caught:
+            check_contract(
+                BROKEN["CrashesOnNonAscii"][0],
+                "retrieve-returns-str",
+                max_examples=EXAMPLES,
+                derandomize=True,
+            )
+        return caught.value.problem
+
+    assert reproducer() == reproducer()
