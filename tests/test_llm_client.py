@@ -313,6 +313,7 @@ def test_client_survives_repeated_asyncio_run_and_threads(
         done = await asyncio.gather(*(client.achat(_user(f"{tag} {i}")) for i in range(6)))
         return [c.text for c in done]
 
+    gc.collect()  # earlier tests' garbage must not be blamed on this one
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         assert asyncio.run(burst("first")) == [f"echo: first {i}" for i in range(6)]

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import threading
-import weakref
 from abc import ABC, abstractmethod
 from collections.abc import AsyncGenerator, Sequence
 from dataclasses import dataclass
@@ -30,14 +29,6 @@ class _LoopState:
     semaphore: asyncio.Semaphore
     sdk: Any
     closer: AsyncGenerator[None, None]
-
-
-async def _close_at_shutdown(sdk: Any) -> AsyncGenerator[None, None]:
-    """Wait until the event loop finalises this generator, then close ``sdk``."""
-    try:
-        yield
-    finally:
-        await sdk.close()
 
 
 class SDKClient(ABC):
@@ -90,9 +81,7 @@ class SDKClient(ABC):
         self._usage = UsageCounter()
         self._lock = threading.Lock()
         self._sync_sdk: Any = None
-        self._loops: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _LoopState] = (
-            weakref.WeakKeyDictionary()
-        )
+        self._loops: dict[asyncio.AbstractEventLoop, _LoopState] = {}
 
     def __repr__(self) -> str:
         return (
@@ -179,16 +168,31 @@ class SDKClient(ABC):
             state = self._loops.get(loop)
             if state is not None:
                 return state
+            # Loops closed without finalising their async generators (no asyncio.run)
+            # leave their state behind; it cannot be used again.
+            for closed in [other for other in self._loops if other.is_closed()]:
+                del self._loops[closed]
             sdk = self._new_sdk(asynchronous=True)
-            state = _LoopState(
-                asyncio.Semaphore(self._max_concurrency), sdk, _close_at_shutdown(sdk)
-            )
+            closer = self._close_at_shutdown(loop, sdk)
+            state = _LoopState(asyncio.Semaphore(self._max_concurrency), sdk, closer)
             self._loops[loop] = state
         # Started inside the loop, the generator is registered with it, so the loop's
         # shutdown_asyncgens() (which asyncio.run calls) closes the SDK client there,
         # instead of leaving its sockets to the garbage collector of a closed loop.
-        await anext(state.closer)
+        await anext(closer)
         return state
+
+    async def _close_at_shutdown(
+        self, loop: asyncio.AbstractEventLoop, sdk: Any
+    ) -> AsyncGenerator[None, None]:
+        """Wait until ``loop`` finalises this generator, then forget its state and close ``sdk``."""
+        try:
+            yield
+        finally:
+            with self._lock:
+                if loop in self._loops and self._loops[loop].sdk is sdk:
+                    del self._loops[loop]
+            await sdk.close()
 
     def _completed(self, reply: Any) -> Completion:
         try:
