@@ -1,0 +1,139 @@
+"""``himga check``: one line per contract, exit 0 / 1 / 2."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from himga._cli import main
+from himga.testing import CONTRACTS
+from tests.mutants import BROKEN, LEGAL
+
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
+# Deterministic in CI: the verdicts below must not depend on a lucky seed.
+FAST = ["--max-examples", "25", "--derandomize"]
+
+
+def _verdicts(output: str) -> dict[str, str]:
+    verdicts = {}
+    for line in output.splitlines():
+        words = line.split()
+        if words and words[0] in ("pass", "FAIL", "skip"):
+            verdicts[words[1]] = words[0]
+    return verdicts
+
+
+@pytest.mark.parametrize("name", sorted(BROKEN))
+def test_each_broken_memory_fails_its_contract(
+    name: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    contract_id = BROKEN[name][1]
+    code = main(["check", f"tests.mutants:{name}", *FAST])
+    out = capsys.readouterr().out
+    assert code == 1, out
+    verdicts = _verdicts(out)
+    assert list(verdicts) == [contract.id for contract in CONTRACTS]  # one line each, in order
+    assert verdicts[contract_id] == "FAIL", out
+    if contract_id == "protocol-shape":
+        assert set(list(verdicts.values())[1:]) == {"skip"}
+    else:
+        assert "      m1 = factory()" in out  # the shrunk reproducer follows the FAIL line
+
+
+@pytest.mark.parametrize("name", sorted(LEGAL))
+def test_legal_memories_pass(name: str, capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["check", f"tests.mutants:{name}", *FAST])
+    out = capsys.readouterr().out
+    assert code == 0, out
+    assert set(_verdicts(out).values()) == {"pass"}
+
+
+def test_registered_name_is_accepted(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["check", "null", *FAST]) == 0
+    assert "pass  instance-isolation" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    ("spec", "message"),
+    [
+        ("no_such_memory", "unknown memory 'no_such_memory'"),
+        ("himga_no_such_module:X", "no module named 'himga_no_such_module'"),
+        ("himga.memory:Nope", "has no attribute 'Nope'"),
+        ("a:b:c", "malformed"),
+    ],
+)
+def test_load_errors_exit_2_with_a_clear_message(
+    spec: str, message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["check", spec]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("himga check: error: ")
+    assert message in err
+
+
+def test_import_error_inside_the_plugin_is_shown(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "himga_cli_broken_plugin.py").write_text("import himga_missing_dependency\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    assert main(["check", "himga_cli_broken_plugin:Memory"]) == 2
+    err = capsys.readouterr().err
+    assert "Traceback" in err
+    assert "himga_missing_dependency" in err
+    assert 'himga_cli_broken_plugin.py", line 1' in err
+
+
+@pytest.mark.parametrize("argv", [["check"], ["check", "null", "--max-examples", "0"]])
+def test_usage_errors_exit_2(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as caught:
+        main(argv)
+    assert caught.value.code == 2
+    assert "usage: himga check" in capsys.readouterr().err
+
+
+def _himga() -> str:
+    # The console script installed with the project (what `uv run himga` runs).
+    script = Path(sys.executable).with_name("himga")
+    assert script.exists(), f"the himga console script is not installed next to {sys.executable}"
+    return str(script)
+
+
+def test_console_script_end_to_end() -> None:
+    broken = subprocess.run(
+        [_himga(), "check", "tests.mutants:ClassLevelList", *FAST],
+        cwd=PROJECT_ROOT,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert broken.returncode == 1, broken.stderr
+    assert "FAIL  instance-isolation" in broken.stdout
+    fine = subprocess.run(
+        [_himga(), "check", "himga.memory:NullMemory", *FAST],
+        cwd=PROJECT_ROOT,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert fine.returncode == 0, fine.stdout + fine.stderr
+
+
+def test_missing_testing_extra_is_a_clear_error() -> None:
+    code = (
+        "import sys; sys.modules['hypothesis'] = None\n"  # as if not installed
+        "from himga._cli import main; sys.exit(main(['check', 'null']))"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        check=False,
+        env={**os.environ, "PYTHONPATH": str(PROJECT_ROOT / "src")},
+    )
+    assert result.returncode == 2, result.stderr
+    assert "pip install 'himga[testing]'" in result.stderr
+    assert "Traceback" not in result.stderr
