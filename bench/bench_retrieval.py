@@ -74,20 +74,22 @@ def summary(samples: list[float]) -> Latency:
 def interleaved(
     calls: dict[str, Callable[[str], object]], queries: Sequence[str], limits: dict[str, int]
 ) -> dict[str, Latency]:
-    """Per-query latency of every system, taking turns query by query.
+    """Per-query latency of every system, taking turns query by query in a shuffled order.
 
-    Interleaving exposes every system to the same background load, so the
-    ratios stay meaningful on a shared machine. ``limits`` caps a system's
-    number of queries (its first ones).
+    Interleaving exposes every system to the same background load, and the
+    shuffle makes each follow every other equally often (whoever runs right
+    after rank-bm25 finds the CPU caches cold), so the ratios stay meaningful on
+    a shared machine. ``limits`` caps a system's number of queries (its first ones).
     """
+    rng = random.Random(0)
     samples: dict[str, list[float]] = {name: [] for name in calls}
-    names = list(calls)
     for i, query in enumerate(queries):
-        for name in names[i % len(names) :] + names[: i % len(names)]:
-            if i < limits.get(name, len(queries)):
-                started = time.perf_counter()
-                calls[name](query)
-                samples[name].append(time.perf_counter() - started)
+        names = [name for name in calls if i < limits.get(name, len(queries))]
+        rng.shuffle(names)
+        for name in names:
+            started = time.perf_counter()
+            calls[name](query)
+            samples[name].append(time.perf_counter() - started)
     return {name: summary(values) for name, values in samples.items()}
 
 
