@@ -308,6 +308,10 @@ def test_lifecycle_errors() -> None:
     server.stop()
     with pytest.raises(ValueError, match="fault_rate"):
         FakeLLMServer(fault_rate=2.0)
+    with pytest.raises(ValueError, match=r"HTTP errors \(400-599\), got \[200\]"):
+        FakeLLMServer(faults=[429, 200])
+    with pytest.raises(ValueError, match="HTTP errors"):
+        FakeLLMServer().inject(302)
 
 
 _text = st.text(alphabet=st.characters(exclude_categories=["Cs"]), min_size=0, max_size=40)

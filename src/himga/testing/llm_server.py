@@ -20,7 +20,7 @@ import threading
 import time
 import uuid
 from collections import deque
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -139,7 +139,7 @@ class FakeLLMServer:
         *,
         responder: Responder = echo_responder,
         latency: float = 0.0,
-        faults: Iterable[int] = (),
+        faults: Sequence[int] = (),
         fail_first: int = 0,
         fault_rate: float = 0.0,
         fault_statuses: Sequence[int] = (429, 500, 529),
@@ -153,6 +153,7 @@ class FakeLLMServer:
             raise ValueError(f"fail_first must be >= 0, got {fail_first!r}")
         if not 0.0 <= fault_rate <= 1.0:
             raise ValueError(f"fault_rate must be in [0, 1], got {fault_rate!r}")
+        _check_statuses([*faults, *fault_statuses])
         if not fault_statuses and (fail_first or fault_rate):
             raise ValueError(
                 "fault_statuses must not be empty when fail_first or fault_rate is set"
@@ -168,7 +169,7 @@ class FakeLLMServer:
         self._lock = threading.Lock()
         self._idle = threading.Condition(self._lock)
         self._stopping = threading.Event()
-        self._faults: deque[int] = deque(faults)
+        self._faults = deque(faults)
         self._attempts: dict[str, int] = {}
         self._requests: list[RecordedRequest] = []
         self._in_flight = 0
@@ -254,6 +255,7 @@ class FakeLLMServer:
 
     def inject(self, *statuses: int) -> None:
         """Make the next ``len(statuses)`` chat requests fail with these statuses, in order."""
+        _check_statuses(statuses)
         with self._lock:
             self._faults.extend(statuses)
 
@@ -444,6 +446,12 @@ class _Handler(BaseHTTPRequestHandler):
 
     def log_message(self, format: str, *args: Any) -> None:
         """Silence the per-request stderr log."""
+
+
+def _check_statuses(statuses: Sequence[int]) -> None:
+    bad = [status for status in statuses if not 400 <= status <= 599]
+    if bad:
+        raise ValueError(f"fault statuses must be HTTP errors (400-599), got {bad}")
 
 
 def _reason(status: int) -> str:
