@@ -72,23 +72,31 @@ def main() -> None:
     parser.add_argument("--turn-chars", type=int, default=1000)
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--child", nargs=2, metavar=("VARIANT", "PATH"), help=argparse.SUPPRESS)
+    parser.add_argument("--generate", nargs=5, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
         _child(args.child[0], Path(args.child[1]))
         return
+    if args.generate:
+        from himga.data.synthetic import write_longmemeval
 
-    from himga.data.synthetic import write_longmemeval
-
-    path = Path(
-        f"/tmp/himga_bench_lme_{args.questions}x{args.sessions}x{args.turns}x{args.turn_chars}.json"
-    )
-    if not path.exists():
+        questions, sessions, turns, turn_chars = map(int, args.generate[1:])
         write_longmemeval(
-            path,
-            questions=args.questions,
-            sessions=args.sessions,
-            turns=args.turns,
-            turn_chars=args.turn_chars,
+            Path(args.generate[0]),
+            questions=questions,
+            sessions=sessions,
+            turns=turns,
+            turn_chars=turn_chars,
+        )
+        return
+
+    shape = (args.questions, args.sessions, args.turns, args.turn_chars)
+    path = Path(f"/tmp/himga_bench_lme_{'x'.join(map(str, shape))}.json")
+    if not path.exists():
+        # In a child too: on Linux a forked child starts with its parent's peak RSS,
+        # so this process must stay small for the children's ru_maxrss to be theirs.
+        subprocess.run(
+            [sys.executable, __file__, "--generate", str(path), *map(str, shape)], check=True
         )
     size_mb = path.stat().st_size / 1e6
     runs: dict[str, list[dict[str, float]]] = {v: [] for v in VARIANTS}

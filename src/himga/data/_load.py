@@ -40,7 +40,7 @@ def iter_dataset(
     wanted = None if ids is None else frozenset(ids)
     resolution = resolve_dataset(name, path=path, download=download)
     if spec.family == "locomo":
-        samples = iter_locomo(resolution.path, name)
+        samples = iter_locomo(resolution.path, name, wanted)
     else:
         samples = iter_longmemeval(resolution.path, name, wanted)
     return _select(samples, resolution, limit, wanted)

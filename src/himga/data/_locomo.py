@@ -16,7 +16,7 @@ import json
 import re
 import warnings
 import zipfile
-from collections.abc import Iterator, Mapping
+from collections.abc import Collection, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -53,12 +53,15 @@ def find_locomo(directory: Path) -> Path | None:
     return None
 
 
-def iter_locomo(path: Path, dataset: str = "locomo") -> Iterator[Sample]:
+def iter_locomo(
+    path: Path, dataset: str = "locomo", ids: Collection[str] | None = None
+) -> Iterator[Sample]:
     """Samples of a LoCoMo file (``.json`` single file or ``.zip``) or directory, in order.
 
-    Raises :class:`DatasetError` for malformed input (naming file, sample, field),
-    including a sample id seen twice. Warns :class:`EvidenceWarning` for evidence
-    ids that name no turn.
+    With ``ids``, other samples are skipped without being validated. Raises
+    :class:`DatasetError` for malformed input (naming file, sample, field),
+    including a sample id seen twice. Warns :class:`EvidenceWarning` for
+    evidence ids that name no turn.
     """
     seen: dict[str, str] = {}
     for file, sample_id, raw in _raw_samples(path):
@@ -70,7 +73,8 @@ def iter_locomo(path: Path, dataset: str = "locomo") -> Iterator[Sample]:
                 field="sample_id",
             )
         seen[sample_id] = file
-        yield _Parser(file, sample_id).sample(raw, dataset)
+        if ids is None or sample_id in ids:
+            yield _Parser(file, sample_id).sample(raw, dataset)
 
 
 def _raw_samples(path: Path) -> Iterator[tuple[str, str, dict[str, Any]]]:
