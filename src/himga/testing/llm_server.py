@@ -261,7 +261,7 @@ class FakeLLMServer:
 
     @property
     def requests(self) -> list[RecordedRequest]:
-        """Every request received so far, in arrival order (a copy)."""
+        """Every request answered so far, in the order they were answered (a copy)."""
         with self._lock:
             return list(self._requests)
 
