@@ -6,10 +6,10 @@ Run by hand (about a minute per round on 2 cores)::
 
 A loopback :class:`~himga.testing.llm_server.FakeLLMServer` answers every
 request after ``latency`` seconds. **Effective concurrency** of a phase is the
-mean number of requests in flight, ``requests x latency / wall time``: the
-latency-seconds the server delivered per second of wall time (faithful because
-each request sleeps exactly ``latency`` on the server; HTTP overhead only makes
-requests longer, which this measure does not credit).
+mean number of requests in flight on the server, ``in_flight_seconds / wall
+time`` (the sum of every request's time in the server divided by the phase's
+wall time). Also printed: the *useful* concurrency ``requests x latency / wall``,
+which credits only the simulated model latency, not server-side overhead.
 
 Per round, against the same server with the same client settings:
 
@@ -32,6 +32,7 @@ import os
 import statistics
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 from himga.agent import BaseAgent
@@ -54,14 +55,29 @@ def _responder(messages: list[ChatMessage]) -> str:
     return "Not mentioned in the conversation"
 
 
-def _measure(server: FakeLLMServer, phase: Callable[[], None]) -> tuple[float, int, float]:
-    """Requests x latency / wall of ``phase``, with its request count and wall time."""
+@dataclass(frozen=True)
+class Phase:
+    """One measured phase: mean requests in flight, useful concurrency, requests, wall time."""
+
+    in_flight: float
+    useful: float
+    requests: int
+    wall: float
+
+    def __str__(self) -> str:
+        return (
+            f"{self.in_flight:.1f} in flight (useful {self.useful:.1f}; "
+            f"{self.requests} requests in {self.wall:.1f} s)"
+        )
+
+
+def _measure(server: FakeLLMServer, phase: Callable[[], None]) -> Phase:
     server.reset_stats()
     started = time.perf_counter()
     phase()
     wall = time.perf_counter() - started
     requests = server.request_count
-    return requests * server.latency / wall, requests, wall
+    return Phase(server.in_flight_seconds / wall, requests * server.latency / wall, requests, wall)
 
 
 def _himga(server: FakeLLMServer, concurrency: int) -> None:
@@ -117,27 +133,33 @@ def main() -> None:
     parser.add_argument("--latency", type=float, default=0.2)
     args = parser.parse_args()
     os.environ.setdefault("HIMGA_DATA_DIR", str(_DATA))
-    himga, ceiling, ratios = [], [], []
+    himga: list[Phase] = []
+    ceiling: list[Phase] = []
     with FakeLLMServer(responder=_responder, latency=args.latency, api_key=_KEY) as server:
-        serial, _, _ = _measure(server, lambda: _serial(server, 20))
+        serial = _measure(server, lambda: _serial(server, 20))
+        print(f"serial: {serial}")
         for round_ in range(1, args.rounds + 1):
-            ours, requests, wall = _measure(server, lambda: _himga(server, args.concurrency))
-            bare, bare_requests, bare_wall = _measure(
-                server, functools.partial(_bare, server, args.concurrency, requests)
+            ours = _measure(server, lambda: _himga(server, args.concurrency))
+            bare = _measure(
+                server, functools.partial(_bare, server, args.concurrency, ours.requests)
             )
             himga.append(ours)
             ceiling.append(bare)
-            ratios.append(ours / bare)
-            print(
-                f"round {round_}: himga {ours:.1f} in flight ({requests} requests, {wall:.1f} s); "
-                f"ceiling {bare:.1f} ({bare_requests} requests, {bare_wall:.1f} s); "
-                f"ratio {ours / bare:.2f}"
-            )
+            print(f"round {round_}: himga {ours}; ceiling {bare}")
+
+    def median(phases: list[Phase], field: str) -> float:
+        return statistics.median(float(getattr(p, field)) for p in phases)
+
+    ratio = statistics.median(
+        o.in_flight / c.in_flight for o, c in zip(himga, ceiling, strict=True)
+    )
+    useful = statistics.median(o.useful / c.useful for o, c in zip(himga, ceiling, strict=True))
     print(
-        f"median over {args.rounds} rounds (concurrency {args.concurrency}, latency "
-        f"{args.latency * 1000:.0f} ms): himga {statistics.median(himga):.1f}, ceiling "
-        f"{statistics.median(ceiling):.1f}, ratio {statistics.median(ratios):.2f}; "
-        f"serial loop {serial:.2f} ({serial / statistics.median(ceiling):.3f} x ceiling)"
+        f"medians over {args.rounds} rounds (concurrency {args.concurrency}, latency "
+        f"{args.latency * 1000:.0f} ms): himga {median(himga, 'in_flight'):.1f} in flight, "
+        f"ceiling {median(ceiling, 'in_flight'):.1f}, ratio {ratio:.2f} "
+        f"(useful-concurrency ratio {useful:.2f}); serial loop {serial.in_flight:.2f} "
+        f"= {serial.in_flight / median(ceiling, 'in_flight'):.3f} x ceiling"
     )
 
 

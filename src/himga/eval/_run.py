@@ -46,17 +46,13 @@ def _conversation_only(sample: Sample) -> Sample:
     return dataclasses.replace(sample, qa_pairs=(), metadata={})
 
 
-def _evidence_texts(sample: Sample, qa: QAPair) -> tuple[str | None, ...]:
-    texts = {message.turn_id: message.content for _, message in sample.iter_turns()}
-    return tuple(texts.get(turn) for turn in qa.evidence_turns)
-
-
 def _prepare(agent: BaseAgent, sample: Sample, pending: Sequence[QAPair]) -> list[EvalResult]:
     """Runs on the memory thread: reset, ingest once, retrieve (and search) per question."""
     memory = agent.memory
     memory.reset()
     agent.ingest_sample(_conversation_only(sample))
     search = memory.search if isinstance(memory, SearchableMemory) else None
+    texts = {message.turn_id: message.content for _, message in sample.iter_turns()}
     prepared = []
     for qa in pending:
         started = time.perf_counter()
@@ -74,7 +70,7 @@ def _prepare(agent: BaseAgent, sample: Sample, pending: Sequence[QAPair]) -> lis
                 answer=qa.answer,
                 adversarial=qa.adversarial,
                 evidence_turns=tuple(qa.evidence_turns),
-                evidence_texts=_evidence_texts(sample, qa),
+                evidence_texts=tuple(texts.get(turn) for turn in qa.evidence_turns),
                 context=context,
                 ranked_turn_ids=ranked,
                 retrieval_latency_s=time.perf_counter() - started,
@@ -125,9 +121,7 @@ async def arun_eval(
     total = (
         sum(len(sample.qa_pairs) for sample in samples) if isinstance(samples, Sequence) else None
     )
-    progress = tqdm(
-        total=total, initial=len(finished), disable=not show_progress, unit="q", desc="eval"
-    )
+    progress = tqdm(total=total, disable=not show_progress, unit="q", desc="eval")
     order: list[tuple[str, str]] = []
     seen: set[tuple[str, str]] = set()
     tasks: list[asyncio.Task[None]] = []
@@ -157,7 +151,9 @@ async def arun_eval(
                     )
                 seen.add(key)
                 order.append(key)
-                if key not in finished:
+                if key in finished:
+                    progress.update(1)
+                else:
                     pending.append(qa)
             if not pending:
                 continue
