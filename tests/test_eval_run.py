@@ -165,3 +165,15 @@ def test_every_question_comes_back_once_whatever_fails(shape: list[int], failing
         should_fail = any(f"topic1x{f}?" in r.question for f in failing)
         assert (r.error is not None) == should_fail
         assert (r.prediction is None) == should_fail
+
+
+def test_each_prompt_carries_its_own_samples_date_while_later_samples_ingest() -> None:
+    # One call at a time, slow: sample b is ingested (changing the agent's current
+    # date) long before sample a's questions are sent.
+    samples = [make_sample("a", sessions=2, questions=4), make_sample("b", sessions=3, questions=4)]
+    llm = ScriptedLLM(delay=0.01, max_concurrency=1)
+    run_eval(samples, agent=BaseAgent(memory=RecordingMemory(), llm=llm), show_progress=False)
+    for call in llm.calls:
+        prompt = call[0]["content"]
+        expected = "2 May" if "discussed in a" in prompt else "3 May"
+        assert f"Current date: 1:56 pm on {expected}, 2023" in prompt

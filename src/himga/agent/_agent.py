@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
 
@@ -141,16 +141,23 @@ class BaseAgent:
     async def aanswer(self, question: str, *, context: str | None = None) -> Answer:
         """The answer to ``question`` with its usage, for concurrent use.
 
-        ``context`` is the already retrieved context (the evaluation retrieves
-        on its own thread); when ``None`` the memory is asked here.
+        ``context`` is an already retrieved context; when ``None`` the memory is
+        asked here.
         """
-        llm = self._require_llm()
         if context is None:
             context = self.retrieve(question)
+        return await self.acomplete(self.build_prompt(question, context), context=context)
+
+    async def acomplete(self, prompt: Sequence[ChatMessage], *, context: str) -> Answer:
+        """Send a prompt made by :meth:`build_prompt` from ``context``; the answer and usage.
+
+        The evaluation builds each prompt right after retrieving, while the
+        agent's state (the current date) is that of the question's sample, and
+        sends it later, concurrently with the next sample's ingestion.
+        """
+        llm = self._require_llm()
         started = time.perf_counter()
-        completion = await llm.achat(
-            self.build_prompt(question, context), max_tokens=self._max_tokens
-        )
+        completion = await llm.achat(prompt, max_tokens=self._max_tokens)
         return Answer(
             text=completion.text.strip(),
             context=context,

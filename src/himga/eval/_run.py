@@ -16,6 +16,7 @@ from himga.agent._agent import BaseAgent, prompt_hashes
 from himga.data.schema import QAPair, Sample
 from himga.eval._checkpoint import Checkpoint
 from himga.eval._result import EvalResult
+from himga.llm._protocol import ChatMessage
 from himga.memory._protocol import SearchableMemory
 
 __all__ = ["SEARCH_K", "DuplicateQuestionError", "arun_eval", "run_eval", "run_fingerprint"]
@@ -46,8 +47,14 @@ def _conversation_only(sample: Sample) -> Sample:
     return dataclasses.replace(sample, qa_pairs=(), metadata={})
 
 
-def _prepare(agent: BaseAgent, sample: Sample, pending: Sequence[QAPair]) -> list[EvalResult]:
-    """Runs on the memory thread: reset, ingest once, retrieve (and search) per question."""
+def _prepare(
+    agent: BaseAgent, sample: Sample, pending: Sequence[QAPair], prompts: bool
+) -> list[tuple[EvalResult, list[ChatMessage]]]:
+    """Runs on the memory thread: reset, ingest once, retrieve (and search) per question.
+
+    With ``prompts`` each question's prompt is built here too, while the agent
+    still holds this sample's state.
+    """
     memory = agent.memory
     memory.reset()
     agent.ingest_sample(_conversation_only(sample))
@@ -60,30 +67,32 @@ def _prepare(agent: BaseAgent, sample: Sample, pending: Sequence[QAPair]) -> lis
         ranked = None
         if search is not None:
             ranked = tuple(hit.turn_id for hit in search(qa.question, SEARCH_K))
-        prepared.append(
-            EvalResult(
-                sample_id=sample.sample_id,
-                question_id=qa.question_id,
-                dataset=sample.dataset,
-                category=qa.category,
-                question=qa.question,
-                answer=qa.answer,
-                adversarial=qa.adversarial,
-                evidence_turns=tuple(qa.evidence_turns),
-                evidence_texts=tuple(texts.get(turn) for turn in qa.evidence_turns),
-                context=context,
-                ranked_turn_ids=ranked,
-                retrieval_latency_s=time.perf_counter() - started,
-            )
+        result = EvalResult(
+            sample_id=sample.sample_id,
+            question_id=qa.question_id,
+            dataset=sample.dataset,
+            category=qa.category,
+            question=qa.question,
+            answer=qa.answer,
+            adversarial=qa.adversarial,
+            evidence_turns=tuple(qa.evidence_turns),
+            evidence_texts=tuple(texts.get(turn) for turn in qa.evidence_turns),
+            context=context,
+            ranked_turn_ids=ranked,
+            retrieval_latency_s=time.perf_counter() - started,
         )
+        prompt = agent.build_prompt(qa.question, context) if prompts else []
+        prepared.append((result, prompt))
     return prepared
 
 
-async def _answer(agent: BaseAgent, result: EvalResult, slots: asyncio.Semaphore) -> EvalResult:
+async def _answer(
+    agent: BaseAgent, result: EvalResult, prompt: list[ChatMessage], slots: asyncio.Semaphore
+) -> EvalResult:
     async with slots:
         started = time.perf_counter()
         try:
-            answer = await agent.aanswer(result.question, context=result.context)
+            answer = await agent.acomplete(prompt, context=result.context)
         except Exception as exc:  # failed after the client's own retries: report, don't score
             return dataclasses.replace(
                 result,
@@ -132,8 +141,8 @@ async def arun_eval(
             store.append(result)
         progress.update(1)
 
-    async def answer_and_record(result: EvalResult) -> None:
-        record(await _answer(agent, result, slots))
+    async def answer_and_record(result: EvalResult, prompt: list[ChatMessage]) -> None:
+        record(await _answer(agent, result, prompt, slots))
 
     loop = asyncio.get_running_loop()
     # One dedicated thread owns the memory (ingest, retrieve, search, reset), so
@@ -157,12 +166,14 @@ async def arun_eval(
                     pending.append(qa)
             if not pending:
                 continue
-            prepared = await loop.run_in_executor(memory_thread, _prepare, agent, sample, pending)
-            for result in prepared:
+            prepared = await loop.run_in_executor(
+                memory_thread, _prepare, agent, sample, pending, llm is not None
+            )
+            for result, prompt in prepared:
                 if llm is None:
                     record(result)
                 else:
-                    tasks.append(asyncio.ensure_future(answer_and_record(result)))
+                    tasks.append(asyncio.ensure_future(answer_and_record(result, prompt)))
         await asyncio.gather(*tasks)
     finally:
         for task in tasks:
