@@ -35,7 +35,7 @@ def texts() -> st.SearchStrategy[str]:
     """
     cjk = st.text(st.characters(min_codepoint=0x4E00, max_codepoint=0x9FFF), min_size=1)
     emoji = st.lists(st.sampled_from(_EMOJI), min_size=1, max_size=8).map("".join)
-    mixed = st.lists(st.text(max_size=6) | cjk | emoji, min_size=1, max_size=6).map(" ".join)
+    mixed = st.lists(st.text(max_size=6) | cjk | emoji, min_size=2, max_size=4).map(" ".join)
     very_long = st.builds(
         lambda unit, times: unit * times,
         st.text(min_size=1, max_size=8),

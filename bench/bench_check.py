@@ -1,0 +1,112 @@
+"""Cost of the conformance kit and of runtime protocol checks, measured in one run.
+
+* ``check_memory`` with default settings (``max_examples=100``) on ``NullMemory``
+  and on a list-based keyword memory: wall time of a whole run, median and spread
+  of ``--runs`` runs (target: <= 5 s each).
+* ``isinstance(x, BaseMemory)`` (a runtime-checkable Protocol: it looks up every
+  protocol member) against a nominal ``isinstance`` check of the same object
+  against its own class: ns per call, median of ``--repeats`` timings, and their
+  ratio.
+
+Run::
+
+    uv run python bench/bench_check.py
+
+Prints a markdown table and a JSON manifest (Python version, machine, settings).
+Not a test: numbers vary with the machine; compare ratios measured in one run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import sys
+import time
+import timeit
+from collections.abc import Callable
+
+from himga import __version__
+from himga.data.schema import Message, Session
+from himga.memory import BaseMemory, NullMemory
+from himga.testing import DEFAULT_MAX_EXAMPLES, check_memory
+
+
+class ListMemory:
+    """A list of lines, returned when they share a word with the query."""
+
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+
+    def ingest(self, message: Message, session: Session, /) -> None:
+        self.lines.append(f"{message.role}: {message.content}")
+
+    def retrieve(self, query: str, /) -> str:
+        words = set(query.lower().split())
+        return "\n".join(line for line in self.lines if words & set(line.lower().split()))
+
+    def reset(self) -> None:
+        self.lines = []
+
+
+def _time_check(factory: Callable[[], BaseMemory], runs: int) -> list[float]:
+    seconds = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        check_memory(factory)
+        seconds.append(time.perf_counter() - start)
+    return seconds
+
+
+def _ns_per_call(statement: Callable[[], object], number: int, repeats: int) -> float:
+    timings = timeit.repeat(statement, number=number, repeat=repeats)
+    return statistics.median(timings) / number * 1e9
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--runs", type=int, default=5, help="check_memory runs per memory")
+    parser.add_argument("--repeats", type=int, default=7, help="timeit repeats for isinstance")
+    parser.add_argument("--number", type=int, default=200_000, help="calls per timeit repeat")
+    args = parser.parse_args()
+
+    check_memory(NullMemory, max_examples=5)  # warm-up: imports, strategy compilation
+    rows = []
+    for name, factory in (("NullMemory", NullMemory), ("ListMemory", ListMemory)):
+        seconds = _time_check(factory, args.runs)
+        rows.append((name, statistics.median(seconds), min(seconds), max(seconds)))
+
+    memory = NullMemory()
+    protocol_ns = _ns_per_call(lambda: isinstance(memory, BaseMemory), args.number, args.repeats)
+    nominal_ns = _ns_per_call(lambda: isinstance(memory, NullMemory), args.number, args.repeats)
+
+    print(f"check_memory, default settings (max_examples={DEFAULT_MAX_EXAMPLES}), {args.runs} runs")
+    print()
+    print("| memory | median s | min s | max s |")
+    print("|---|---:|---:|---:|")
+    for name, median, low, high in rows:
+        print(f"| {name} | {median:.2f} | {low:.2f} | {high:.2f} |")
+    print()
+    print("| check | ns/call (median) |")
+    print("|---|---:|")
+    print(f"| isinstance(x, BaseMemory) | {protocol_ns:.0f} |")
+    print(f"| isinstance(x, NullMemory) (nominal) | {nominal_ns:.0f} |")
+    print(f"| ratio | {protocol_ns / nominal_ns:.0f}x |")
+    print()
+    manifest = {
+        "himga": __version__,
+        "python": sys.version.split()[0],
+        "platform": platform.platform(),
+        "cpus": os.cpu_count(),
+        "runs": args.runs,
+        "timeit": {"number": args.number, "repeats": args.repeats},
+        "check_memory_seconds": {name: round(median, 3) for name, median, _, _ in rows},
+        "isinstance_ns": {"protocol": round(protocol_ns, 1), "nominal": round(nominal_ns, 1)},
+    }
+    print(json.dumps(manifest, indent=2))
+
+
+if __name__ == "__main__":
+    main()
