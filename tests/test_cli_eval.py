@@ -60,21 +60,8 @@ def test_offline_run_prints_recall_table_and_writes_the_run_directory(
 
 def test_memory_given_as_module_attr(data_dir: Path, tmp_path: Path) -> None:
     out = tmp_path / "run"
-    assert (
-        main(
-            [
-                "eval",
-                "--memory",
-                "himga.memory:NullMemory",
-                "--limit",
-                "1",
-                "--out",
-                str(out),
-                "--no-progress",
-            ]
-        )
-        == 0
-    )
+    argv = ["eval", "--memory", "himga.memory:NullMemory", "--limit", "1", "--out", str(out)]
+    assert main([*argv, "--no-progress"]) == 0
     results, metrics, _ = _read(out)
     assert all(r["ranked_turn_ids"] is None and r["context"] == "" for r in results)
     assert metrics["overall"]["context_recall"] == 0.0
@@ -121,9 +108,8 @@ def test_llm_run_answers_judges_resumes_and_never_writes_the_key(
         first_requests = server.request_count
         first_usage = _read(out)[2]["tokens"]["client_usage_this_invocation"]
         server.reset_stats()
-        assert (
-            main(argv) == 0
-        )  # same --out: answers come from the checkpoint, verdicts from the cache
+        # same --out: answers come from the checkpoint, verdicts from the cache
+        assert main(argv) == 0
         assert server.request_count == 0
     assert first_requests > 0
     captured = capsys.readouterr()

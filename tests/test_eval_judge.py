@@ -165,8 +165,48 @@ def test_unjudgeable_results_are_nan_with_a_reason_never_zero() -> None:
 
     metrics = compute_metrics(results, scores)
     assert metrics["counts"]["judged"] == 1
-    assert (
-        metrics["counts"]["judge_errors"] == 2
-    )  # answered but unjudged; the failed call is an error
+    # answered but unjudged: "garbled" and "down"; "failed" is a run error, not a judge error
+    assert metrics["counts"]["judge_errors"] == 2
     assert metrics["overall"]["judge"] == 1.0
     assert metrics["judge"]["model"] == "scripted-1"
+
+
+# The official templates of get_anscheck_prompt (LongMemEval src/evaluation/evaluate_qa.py),
+# filled positionally as there.
+OFFICIAL_LME = {
+    "longmemeval-default": (
+        "I will give you a question, a correct answer, and a response from a model. Please answer yes if the response contains the correct answer. Otherwise, answer no. If the response is equivalent to the correct answer or contains all the intermediate steps to get the correct answer, you should also answer yes. If the response only contains a subset of the information required by the answer, answer no. \n\nQuestion: {}\n\nCorrect Answer: {}\n\nModel Response: {}\n\nIs the model response correct? Answer yes or no only."  # noqa: E501
+    ),
+    "longmemeval-temporal-reasoning": (
+        "I will give you a question, a correct answer, and a response from a model. Please answer yes if the response contains the correct answer. Otherwise, answer no. If the response is equivalent to the correct answer or contains all the intermediate steps to get the correct answer, you should also answer yes. If the response only contains a subset of the information required by the answer, answer no. In addition, do not penalize off-by-one errors for the number of days. If the question asks for the number of days/weeks/months, etc., and the model makes off-by-one errors (e.g., predicting 19 days when the answer is 18), the model's response is still correct. \n\nQuestion: {}\n\nCorrect Answer: {}\n\nModel Response: {}\n\nIs the model response correct? Answer yes or no only."  # noqa: E501
+    ),
+    "longmemeval-knowledge-update": (
+        "I will give you a question, a correct answer, and a response from a model. Please answer yes if the response contains the correct answer. Otherwise, answer no. If the response contains some previous information along with an updated answer, the response should be considered as correct as long as the updated answer is the required answer.\n\nQuestion: {}\n\nCorrect Answer: {}\n\nModel Response: {}\n\nIs the model response correct? Answer yes or no only."  # noqa: E501
+    ),
+    "longmemeval-single-session-preference": (
+        "I will give you a question, a rubric for desired personalized response, and a response from a model. Please answer yes if the response satisfies the desired response. Otherwise, answer no. The model does not need to reflect all the points in the rubric. The response is correct as long as it recalls and utilizes the user's personal information correctly.\n\nQuestion: {}\n\nRubric: {}\n\nModel Response: {}\n\nIs the model response correct? Answer yes or no only."  # noqa: E501
+    ),
+    "longmemeval-abstention": (
+        "I will give you an unanswerable question, an explanation, and a response from a model. Please answer yes if the model correctly identifies the question as unanswerable. The model could say that the information is incomplete, or some other information is given but the asked information is not.\n\nQuestion: {}\n\nExplanation: {}\n\nModel Response: {}\n\nDoes the model correctly identify the question as unanswerable? Answer yes or no only."  # noqa: E501
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(OFFICIAL_LME))
+def test_longmemeval_prompts_are_the_official_text(name: str) -> None:
+    ours = JUDGE_PROMPTS[name].format(question="Q?", answer="A.", response="R.")
+    assert ours == OFFICIAL_LME[name].format("Q?", "A.", "R.")
+
+
+def test_locomo_prompt_is_pinned() -> None:
+    # mem0's ACCURACY_PROMPT verbatim, trailing spaces included: any edit changes scores.
+    prompt = JUDGE_PROMPTS["locomo"]
+    assert prompt.startswith(
+        "\nYour task is to label an answer to a question as ’CORRECT’ or ’WRONG’."
+    )
+    assert "    (2) a ’gold’ (ground truth) answer, \n" in prompt
+    assert prompt.endswith('in a json format with the key as "label".\n')
+    assert (
+        hashlib.sha256(prompt.encode()).hexdigest()
+        == "62395dd312a631dfd9355026a0b69cc936018274c3198b6365b5c2a5c9bca9e0"
+    )
