@@ -71,6 +71,9 @@ def main() -> None:
     parser.add_argument("--turns", type=int, default=10)
     parser.add_argument("--turn-chars", type=int, default=1000)
     parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument(
+        "--variants", nargs="+", choices=VARIANTS, default=list(VARIANTS), help="what to measure"
+    )
     parser.add_argument("--child", nargs=2, metavar=("VARIANT", "PATH"), help=argparse.SUPPRESS)
     parser.add_argument("--generate", nargs=5, help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -99,19 +102,22 @@ def main() -> None:
             [sys.executable, __file__, "--generate", str(path), *map(str, shape)], check=True
         )
     size_mb = path.stat().st_size / 1e6
-    runs: dict[str, list[dict[str, float]]] = {v: [] for v in VARIANTS}
+    variants = [v for v in VARIANTS if v in args.variants]
+    runs: dict[str, list[dict[str, float]]] = {v: [] for v in variants}
     for _ in range(args.runs):
-        for variant in VARIANTS:
+        for variant in variants:
             runs[variant].append(_measure(variant, path))
 
-    baseline = statistics.median(r["wall"] for r in runs["json.load"])
+    baseline = (
+        statistics.median(r["wall"] for r in runs["json.load"]) if "json.load" in runs else None
+    )
     print(
         f"file: {path.name}, {size_mb:.0f} MB, {args.questions} questions x {args.sessions} "
         f"sessions x {args.turns} turns; medians of {args.runs} runs (fresh process each)\n"
     )
     print("| variant | wall (s) | CPU (s) | MB/s (wall) | wall vs json.load | peak RSS (MB) |")
     print("|---|---:|---:|---:|---:|---:|")
-    for variant in VARIANTS:
+    for variant in variants:
         wall = statistics.median(r["wall"] for r in runs[variant])
         cpu = statistics.median(r["cpu"] for r in runs[variant])
         peak = statistics.median(r["peak_mb"] for r in runs[variant])
@@ -120,7 +126,7 @@ def main() -> None:
             continue
         print(
             f"| `{variant}` | {wall:.2f} | {cpu:.2f} | {size_mb / wall:.0f} "
-            f"| {wall / baseline:.2f}x | {peak:.0f} |"
+            f"| {'-' if baseline is None else f'{wall / baseline:.2f}x'} | {peak:.0f} |"
         )
 
 

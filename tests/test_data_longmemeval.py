@@ -217,3 +217,26 @@ def test_stream_rejects_non_utf8(tmp_path: Path) -> None:
     path.write_bytes(b'["\xff"]')
     with pytest.raises(DatasetError, match="not UTF-8"):
         list(iter_json_array(path))
+
+
+def test_large_elements_are_not_reparsed_quadratically(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    calls: list[int] = []
+
+    class CountingDecoder(json.JSONDecoder):
+        def raw_decode(self, s: str, idx: int = 0) -> tuple[Any, int]:
+            calls.append(len(s) - idx)
+            return super().raw_decode(s, idx)
+
+    monkeypatch.setattr(json, "JSONDecoder", CountingDecoder)  # what _stream instantiates
+    monkeypatch.setattr(_stream, "_CHUNK_CHARS", 16)
+    element = {"text": "x" * 200_000}
+    path = tmp_path / "big.json"
+    path.write_text(json.dumps([element] * 3), encoding="utf-8")
+    assert [value for _, value in iter_json_array(path)] == [element] * 3
+    # The first element doubles the buffer from 16 characters (~14 attempts); the
+    # next ones are buffered whole beforehand. Re-parsing one element char by
+    # char, or chunk by chunk, would take thousands of attempts.
+    assert len(calls) <= 20
+    assert sum(calls) <= 8 * 3 * 200_000

@@ -32,7 +32,9 @@ class Message:
     ``role`` is ``"user"`` / ``"assistant"`` (LongMemEval) or the speaker's name
     (LoCoMo, where both sides are people). ``turn_id`` identifies the turn within
     its sample (LoCoMo ``dia_id`` such as ``"D1:3"``; LongMemEval
-    ``"<session_id>:<index>"``) and is what evidence refers to.
+    ``"<haystack_session_id>:<index>"`` with a 0-based index within the session)
+    and is what evidence refers to. Gold labels (LongMemEval ``has_answer``) are
+    never stored here: see ``QAPair.evidence_turns``.
     """
 
     role: str
