@@ -196,6 +196,8 @@ def test_corrupt_zip(tmp_path: Path) -> None:
 def _locomo_mutations(raw: dict[str, Any]) -> list[tuple[str, Path_]]:
     """(kind, path) pairs, each of which makes ``raw`` invalid."""
     mutations: list[tuple[str, Path_]] = [
+        ("delete", ("sample_id",)),
+        ("retype", ("sample_id",)),
         ("delete", ("conversation",)),
         ("delete", ("qa",)),
         ("retype", ("conversation",)),

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Iterator
+from collections.abc import Generator, Iterable, Iterator
+from contextlib import closing
 
 from himga.data._errors import DatasetError
 from himga.data._locomo import iter_locomo
@@ -59,21 +60,23 @@ def load_dataset(
 
 
 def _select(
-    samples: Iterator[Sample],
+    samples: Generator[Sample, None, None],
     resolution: Resolution,
     limit: int | None,
     wanted: frozenset[str] | None,
 ) -> Iterator[Sample]:
-    if limit == 0:
-        return
     found: set[str] = set()
-    for sample in samples:
-        if wanted is not None and sample.sample_id not in wanted:
-            continue
-        found.add(sample.sample_id)
-        yield sample
-        if limit is not None and len(found) >= limit:
+    # closing(): stopping at `limit` closes the file now, not when collected.
+    with closing(samples):
+        if limit == 0:
             return
+        for sample in samples:
+            if wanted is not None and sample.sample_id not in wanted:
+                continue
+            found.add(sample.sample_id)
+            yield sample
+            if limit is not None and len(found) >= limit:
+                return
     if wanted is not None and wanted - found:
         missing = ", ".join(sorted(wanted - found))
         raise DatasetError(resolution.path, f"no sample with id {missing}", field="sample_id")

@@ -16,7 +16,7 @@ import json
 import re
 import warnings
 import zipfile
-from collections.abc import Collection, Iterator, Mapping
+from collections.abc import Collection, Generator, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -55,7 +55,7 @@ def find_locomo(directory: Path) -> Path | None:
 
 def iter_locomo(
     path: Path, dataset: str = "locomo", ids: Collection[str] | None = None
-) -> Iterator[Sample]:
+) -> Generator[Sample, None, None]:
     """Samples of a LoCoMo file (``.json`` single file or ``.zip``) or directory, in order.
 
     With ``ids``, other samples are skipped without being validated. Raises

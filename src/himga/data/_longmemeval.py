@@ -13,7 +13,7 @@ session (``"answer_280352e9:0"``); session ids must be unique within a record.
 from __future__ import annotations
 
 import warnings
-from collections.abc import Collection, Iterator, Mapping
+from collections.abc import Collection, Generator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -50,7 +50,7 @@ _TURN_FIELDS = ("role", "content", "has_answer")
 
 def iter_longmemeval(
     path: Path, dataset: str, ids: Collection[str] | None = None
-) -> Iterator[Sample]:
+) -> Generator[Sample, None, None]:
     """Stream the samples of a LongMemEval file with bounded memory.
 
     With ``ids``, records whose ``question_id`` is not in it are skipped without
