@@ -126,3 +126,49 @@ def test_llm_run_answers_judges_resumes_and_never_writes_the_key(
     assert "locomo" in manifest["prompt_hashes"]["judge"]
     for text in [captured.out, captured.err, *(p.read_text("utf-8") for p in out.iterdir())]:
         assert SECRET not in text
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--dataset", "nope"], "unknown dataset 'nope'"),
+        (["--memory", "no_such_module:Nope"], "no_such_module"),
+        (["--limit", "0"], "--limit"),
+    ],
+)
+def test_bad_arguments_are_one_line_errors(
+    data_dir: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    argv: list[str],
+    message: str,
+) -> None:
+    out = tmp_path / "run"
+    assert main(["eval", *argv, "--out", str(out), "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert message in err
+    assert "Traceback" not in err
+    assert not out.exists()
+
+
+def test_missing_api_key_is_reported_before_any_work(
+    data_dir: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    out = tmp_path / "run"
+    assert main(["eval", "--llm", "anthropic", "--out", str(out)]) == 2
+    assert "ANTHROPIC_API_KEY" in capsys.readouterr().err
+    assert not out.exists()
+
+
+def test_dataset_repairs_are_one_line_warnings(
+    data_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = ["eval", "--memory", "null", "--out", str(tmp_path / "run"), "--no-progress"]
+    assert main(argv) == 0
+    err = capsys.readouterr().err
+    assert "himga eval: EvidenceWarning: " in err
+    assert "qa_pairs = " not in err  # no source line echoed

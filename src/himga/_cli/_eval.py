@@ -10,6 +10,7 @@ import os
 import platform
 import sys
 import time
+import warnings
 from collections.abc import Mapping, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
@@ -72,25 +73,65 @@ def register(commands: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from himga.data import load_dataset, resolve_dataset
-    from himga.memory import load_memory
+    from himga._extras import MissingExtraError
+    from himga.data import DatasetError, DatasetNotFoundError, UnknownDatasetError
+    from himga.eval import CheckpointError
+    from himga.llm import LLMConfigError
+    from himga.memory import MemoryLoadError
 
     if args.llm is None and args.model is not None:
         print("himga eval: --model needs --llm", file=sys.stderr)
         return 2
+    if args.limit is not None and args.limit < 1:
+        print(f"himga eval: --limit must be >= 1, got {args.limit}", file=sys.stderr)
+        return 2
+    expected = (
+        CheckpointError,
+        DatasetError,
+        DatasetNotFoundError,
+        LLMConfigError,
+        MemoryLoadError,
+        MissingExtraError,
+        UnknownDatasetError,
+    )
+    with warnings.catch_warnings():
+        # Dataset repairs (e.g. an evidence id naming no turn) as one line each.
+        warnings.showwarning = _show_warning
+        try:
+            return _evaluate(args)
+        except expected as exc:
+            print(_redact(f"himga eval: error: {exc}"), file=sys.stderr)
+            return 2
+
+
+def _show_warning(
+    message: Warning | str,
+    category: type[Warning],
+    filename: str,
+    lineno: int,
+    file: Any = None,
+    line: str | None = None,
+) -> None:
+    print(f"himga eval: {category.__name__}: {message}", file=sys.stderr)
+
+
+def _evaluate(args: argparse.Namespace) -> int:
+    from himga.data import load_dataset, resolve_dataset
+    from himga.memory import load_memory
+
     started_at = _now()
     started = time.perf_counter()
-    out: Path = args.out or Path("runs") / started_at.replace(":", "").replace("-", "")
-    out.mkdir(parents=True, exist_ok=True)
-
-    resolution = resolve_dataset(args.dataset, path=args.data_path)
-    samples = load_dataset(args.dataset, path=resolution.path, limit=args.limit)
+    # Cheap failures (memory spec, API key) before the dataset is read or fetched.
     memory = load_memory(args.memory)()
     llm = None
     if args.llm is not None:
         from himga.llm import get_client
 
         llm = get_client(args.llm, model=args.model)
+    resolution = resolve_dataset(args.dataset, path=args.data_path)
+    samples = load_dataset(args.dataset, path=resolution.path, limit=args.limit)
+    out: Path = args.out or Path("runs") / started_at.replace(":", "").replace("-", "")
+    out.mkdir(parents=True, exist_ok=True)
     agent = BaseAgent(memory=memory, llm=llm)
     show = not args.no_progress
     results = run_eval(
