@@ -13,10 +13,11 @@ from pathlib import Path
 import pytest
 
 from himga.agent import BaseAgent
-from himga.data import load_dataset
+from himga.data import Category, load_dataset
+from himga.data.synthetic import write_longmemeval
 from himga.eval import batch_judge, compute_metrics, run_eval
 from himga.llm import ChatMessage, get_client
-from himga.memory import NullMemory
+from himga.memory import BM25Memory, NullMemory
 from himga.testing.llm_server import FakeLLMServer
 from tests.test_eval_support import make_sample
 
@@ -111,3 +112,49 @@ def test_the_openai_sdk_path_answers_and_judges(monkeypatch: pytest.MonkeyPatch)
     assert list(scores) == [1.0] * 5
     assert scores.temperature == 0.0
     assert {r.api for r in server.requests} == {"openai"}
+
+
+def test_longmemeval_file_through_loader_eval_and_official_judge_prompts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "longmemeval_s.json"
+    write_longmemeval(path, questions=16, sessions=3, turns=2, turn_chars=40)
+    samples = load_dataset("longmemeval_s", path=path)
+    with FakeLLMServer(responder=_responder) as server:
+        monkeypatch.setenv("OPENAI_BASE_URL", server.openai_base_url)
+        monkeypatch.setenv("OPENAI_API_KEY", "sk-openai-test-key")
+        llm = get_client("openai")
+        agent = BaseAgent(memory=BM25Memory(), llm=llm)
+        results = run_eval(samples, agent=agent, show_progress=False)
+        scores = batch_judge(results, llm=llm, show_progress=False)
+        requests = server.requests
+    assert len(results) == 16
+    answers, verdicts = requests[:16], requests[16:]
+    by_question = {s.qa_pairs[0].question: s for s in samples}
+    for request in answers:
+        prompt = request.messages[-1]["content"]
+        question = prompt.rsplit("Question: ", 1)[1].removesuffix(" Short answer:")
+        assert f"Current date: {by_question[question].question_date}" in prompt
+    expected_prompts = {
+        Category.TEMPORAL_REASONING: "do not penalize off-by-one errors",
+        Category.KNOWLEDGE_UPDATE: "along with an updated answer",
+        Category.SINGLE_SESSION_PREFERENCE: "Rubric:",
+    }
+    judged = {r.messages[-1]["content"] for r in verdicts}
+    for result in results:
+        [prompt] = [p for p in judged if f"Question: {result.question}\n" in p]
+        if result.adversarial:
+            assert "unanswerable" in prompt
+        elif result.category in expected_prompts:
+            assert expected_prompts[result.category] in prompt
+        else:
+            assert "Correct Answer:" in prompt
+            assert not any(marker in prompt for marker in expected_prompts.values())
+    assert list(scores) == [1.0] * 16
+    metrics = compute_metrics(results, scores)
+    assert metrics["overall"] == metrics["overall_with_adversarial"]  # abstention counts
+    assert metrics["overall"]["ranked"] == 16  # has_answer turns are the evidence
+    turns = {s.sample_id: {m.turn_id for _, m in s.iter_turns()} for s in samples}
+    for result in results:
+        assert set(result.evidence_turns) <= turns[result.sample_id]
+        assert set(result.ranked_turn_ids or ()) <= turns[result.sample_id]
