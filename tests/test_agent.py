@@ -46,6 +46,7 @@ def test_prompt_carries_context_date_and_question() -> None:
     assert "Current date: 1:56 pm on 2 May, 2023" in text
     assert text.endswith("Question: Where did Ann go? Short answer:")
     assert "short phrase" in text
+    assert "answer: Not mentioned in the conversation." in text  # category-blind abstention
 
 
 @pytest.mark.parametrize("context", ["", "  \n\t "])
@@ -55,6 +56,7 @@ def test_prompt_without_context_has_no_context_section(context: str) -> None:
     text = message["content"]
     assert "context" not in text.lower()
     assert "Current date" not in text  # nothing ingested: no date known
+    assert "answer: Not mentioned in the conversation." in text
     assert text.endswith("Question: Where did Ann go? Short answer:")
 
 

@@ -16,16 +16,20 @@ __all__ = ["PROMPT_TEMPLATES", "Answer", "BaseAgent", "NoLLMError", "prompt_hash
 
 # LoCoMo's QA instruction (snap-research/locomo, "QA_PROMPT"), preceded by the
 # retrieved context, which reference memories write one turn per line with its
-# session date and speaker.
+# session date and speaker. LoCoMo prompts its adversarial category differently;
+# the agent never learns a question's category, so every prompt says how to
+# abstain, in the words the official category-5 score looks for.
 _ANSWER_WITH_CONTEXT = (
     "Below is what you remember of earlier conversations; each line may carry the date "
     "of its conversation session.\n\n{context}\n\n{date_line}"
     "Based on the above context, write an answer in the form of a short phrase for the "
-    "following question. Answer with exact words from the context whenever possible.\n\n"
-    "Question: {question} Short answer:"
+    "following question. Answer with exact words from the context whenever possible. "
+    "If the context does not contain the answer, answer: Not mentioned in the conversation."
+    "\n\nQuestion: {question} Short answer:"
 )
 _ANSWER_WITHOUT_CONTEXT = (
-    "{date_line}Write an answer in the form of a short phrase for the following question.\n\n"
+    "{date_line}Write an answer in the form of a short phrase for the following question. "
+    "If you do not know the answer, answer: Not mentioned in the conversation.\n\n"
     "Question: {question} Short answer:"
 )
 _DATE_LINE = "Current date: {date}\n\n"
