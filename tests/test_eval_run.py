@@ -111,6 +111,12 @@ def test_concurrency_is_bounded_by_the_client() -> None:
     assert capped.max_in_flight == 2
 
 
+def test_concurrency_below_one_is_refused() -> None:
+    agent = BaseAgent(memory=NullMemory(), llm=ScriptedLLM())
+    with pytest.raises(ValueError, match="max_concurrency"):
+        run_eval([make_sample("a")], agent=agent, show_progress=False, max_concurrency=0)
+
+
 def test_duplicate_question_ids_are_refused() -> None:
     sample = make_sample("a", questions=2)
     with pytest.raises(DuplicateQuestionError, match="'a'"):

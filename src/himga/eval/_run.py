@@ -119,7 +119,10 @@ async def arun_eval(
 ) -> list[EvalResult]:
     """The coroutine behind :func:`run_eval`, for callers already inside an event loop."""
     llm = agent.llm
-    limit = max_concurrency or (llm.max_concurrency if llm is not None else 1)
+    if max_concurrency is not None:
+        limit = max_concurrency
+    else:
+        limit = llm.max_concurrency if llm is not None else 1
     if limit < 1:
         raise ValueError(f"max_concurrency must be >= 1, got {limit}")
     slots = asyncio.Semaphore(limit)

@@ -262,7 +262,10 @@ async def abatch_judge(
         by_key.setdefault(key, []).append(index)
         prompts[key] = (name, text)
 
-    slots = asyncio.Semaphore(max_concurrency or llm.max_concurrency)
+    limit = llm.max_concurrency if max_concurrency is None else max_concurrency
+    if limit < 1:
+        raise ValueError(f"max_concurrency must be >= 1, got {limit}")
+    slots = asyncio.Semaphore(limit)
     progress = tqdm(total=len(by_key), disable=not show_progress, unit="q", desc="judge")
 
     async def judge(key: str) -> None:
