@@ -120,11 +120,6 @@ LME_CASES = [
     ("answer as a list", _set(("answer",), ["a"]), "answer"),
     ("no question_type", _delete(("question_type",)), "question_type"),
     ("session id not a str", _set(("haystack_session_ids", 0), 3), "haystack_session_ids[0]"),
-    (
-        "duplicate session id",
-        lambda raw: raw["haystack_session_ids"].__setitem__(1, raw["haystack_session_ids"][0]),
-        "haystack_session_ids[1]",
-    ),
     ("no answer_session_ids", _delete(("answer_session_ids",)), "answer_session_ids"),
 ]
 

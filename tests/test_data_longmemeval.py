@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 from himga.data import (
     Category,
     DatasetError,
+    DuplicateSessionWarning,
     EvidenceWarning,
     UnknownCategoryWarning,
     _stream,
@@ -126,6 +127,39 @@ def test_extra_fields_are_kept_aside(tmp_path: Path) -> None:
     turn = sample.sessions[0].messages[0].turn_id
     assert sample.metadata["turn_extras"] == {turn: {"tool": "x"}}
     assert sample.metadata["note"] == 1
+
+
+def test_repeated_session_is_kept_under_a_new_id(tmp_path: Path) -> None:
+    # As in 13 haystacks of the cleaned LongMemEval_S: a filler session twice, other date.
+    record = longmemeval_record(random.Random(1), 1, sessions=3, turns=2, turn_chars=10)
+    filler = record["haystack_session_ids"][0]
+    record["haystack_session_ids"][2] = filler
+    record["haystack_sessions"][2] = record["haystack_sessions"][0]
+    record["answer_session_ids"] = [record["haystack_session_ids"][1]]
+    path = write_json(tmp_path / "x.json", [record])
+    with pytest.warns(DuplicateSessionWarning, match=r"haystack_session_ids\[2\]"):
+        (sample,) = load_dataset("longmemeval_s", path=path)
+    assert [s.session_id for s in sample.sessions] == [
+        filler,
+        record["haystack_session_ids"][1],
+        f"{filler}#2",
+    ]
+    assert sample.sessions[2].messages[1].turn_id == f"{filler}#2:1"
+    assert sample.sessions[2].date_str == record["haystack_dates"][2]
+    turn_ids = [m.turn_id for _, m in sample.iter_turns()]
+    assert len(set(turn_ids)) == len(turn_ids)
+
+
+def test_renamed_session_colliding_with_a_real_id_is_an_error(tmp_path: Path) -> None:
+    record = longmemeval_record(random.Random(1), 1, sessions=3, turns=1, turn_chars=10)
+    record["haystack_session_ids"] = ["a", "a#2", "a"]
+    record["answer_session_ids"] = []
+    path = write_json(tmp_path / "x.json", [record])
+    with (
+        pytest.warns(DuplicateSessionWarning),
+        pytest.raises(DatasetError, match="field 'haystack_session_ids': session ids collide"),
+    ):
+        load_dataset("longmemeval_s", path=path)
 
 
 def test_duplicate_question_id_is_an_error(tmp_path: Path) -> None:

@@ -10,6 +10,7 @@ __all__ = [
     "DatasetNotFoundError",
     "DatasetWarning",
     "DownloadError",
+    "DuplicateSessionWarning",
     "EvidenceWarning",
     "UnknownCategoryWarning",
     "UnknownDatasetError",
@@ -73,6 +74,10 @@ class EvidenceWarning(DatasetWarning):
     The id stays in ``QAPair.evidence`` and is left out of ``QAPair.evidence_turns``;
     the question is kept.
     """
+
+
+class DuplicateSessionWarning(DatasetWarning):
+    """A LongMemEval haystack repeats a session id; the repeat is kept under ``"<id>#<k>"``."""
 
 
 class UnknownCategoryWarning(DatasetWarning):

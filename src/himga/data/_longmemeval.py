@@ -7,7 +7,8 @@ A record holds ``question_id``, ``question_type``, ``question``, ``answer``,
 which is moved to ``QAPair.evidence_turns`` and never reaches a ``Message``.
 
 Turn ids are ``"<haystack_session_id>:<index>"``, ``index`` 0-based within the
-session (``"answer_280352e9:0"``); session ids must be unique within a record.
+session (``"answer_280352e9:0"``). A session id repeated within a record is
+kept, its k-th copy renamed ``"<id>#<k>"`` (see ``unique_session_ids``).
 """
 
 from __future__ import annotations
@@ -17,7 +18,12 @@ from collections.abc import Collection, Generator, Mapping
 from pathlib import Path
 from typing import Any
 
-from himga.data._errors import DatasetError, EvidenceWarning, UnknownCategoryWarning
+from himga.data._errors import (
+    DatasetError,
+    DuplicateSessionWarning,
+    EvidenceWarning,
+    UnknownCategoryWarning,
+)
 from himga.data._fields import checked, kind_of
 from himga.data._stream import iter_json_array
 from himga.data.schema import Category, Message, QAPair, Sample, Session
@@ -116,15 +122,7 @@ class _Parser:
                     key,
                     f"has {len(values)} entries but haystack_sessions has {len(haystack)}",
                 )
-        first_position: dict[str, int] = {}
-        for position, session_id in enumerate(session_ids):
-            if session_id in first_position:
-                raise self.error(
-                    f"haystack_session_ids[{position}]",
-                    f"duplicate session id {session_id!r} (also at {first_position[session_id]}):"
-                    " turn ids would be ambiguous",
-                )
-            first_position[session_id] = position
+        unique_ids = self.unique_session_ids(session_ids)
 
         category = QUESTION_TYPES.get(question_type)
         if category is None:
@@ -142,11 +140,11 @@ class _Parser:
         sessions = [
             self.session(position, session_id, date, turns, evidence_turns, turn_extras)
             for position, (session_id, date, turns) in enumerate(
-                zip(session_ids, dates, haystack, strict=True)
+                zip(unique_ids, dates, haystack, strict=True)
             )
         ]
         for session_id in answer_session_ids:
-            if session_id not in first_position:
+            if session_id not in session_ids:
                 warnings.warn(
                     EvidenceWarning(
                         f"{self.file}: sample {self.sample_label}: question {question_id!r}: "
@@ -175,6 +173,38 @@ class _Parser:
             question_date=question_date,
             metadata=metadata,
         )
+
+    def unique_session_ids(self, session_ids: list[str]) -> list[str]:
+        """The session ids, the k-th repeat of an id (k >= 2) renamed ``"<id>#<k>"``.
+
+        LongMemEval_S (cleaned) repeats a filler session in 13 haystacks (same
+        turns, another date). Both copies are kept, as the haystack has them;
+        the rename keeps session and turn ids unique. Warns
+        :class:`DuplicateSessionWarning`.
+        """
+        seen: dict[str, int] = {}
+        unique: list[str] = []
+        for position, session_id in enumerate(session_ids):
+            count = seen[session_id] = seen.get(session_id, 0) + 1
+            if count == 1:
+                unique.append(session_id)
+                continue
+            renamed = f"{session_id}#{count}"
+            unique.append(renamed)
+            warnings.warn(
+                DuplicateSessionWarning(
+                    f"{self.file}: sample {self.sample_label}: field "
+                    f"'haystack_session_ids[{position}]': session {session_id!r} appears "
+                    f"{count} times; this copy is kept as session {renamed!r}"
+                ),
+                stacklevel=2,
+            )
+        if len(set(unique)) != len(unique):
+            raise self.error(
+                "haystack_session_ids",
+                "session ids collide with the names given to repeated sessions ('<id>#<k>')",
+            )
+        return unique
 
     def turn_fields(self, field: str, turn: Any) -> tuple[str, str]:
         """``(role, content)`` of a turn, or the :class:`DatasetError` that says what is wrong."""
