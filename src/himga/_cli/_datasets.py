@@ -56,7 +56,8 @@ def run(args: argparse.Namespace) -> int:
         return 2
     status = 0
     for name in names:
-        print(f"{name}: {DATASETS[name].description}")
+        spec = DATASETS[name]
+        print(f"{name}: {spec.description} (license: {spec.license})")
         try:
             resolution = resolve_dataset(name, path=args.path, download=False)
         except DatasetNotFoundError as exc:
