@@ -61,8 +61,8 @@ def iter_longmemeval(
 
     With ``ids``, records whose ``question_id`` is not in it are skipped without
     being validated. A question id seen twice is an error. Raises
-    :class:`DatasetError` for malformed input; warns :class:`UnknownCategoryWarning`
-    / :class:`EvidenceWarning`.
+    :class:`DatasetError` for malformed input; warns :class:`UnknownCategoryWarning`,
+    :class:`EvidenceWarning`, :class:`DuplicateSessionWarning`.
     """
     seen: set[str] = set()
     for index, raw in iter_json_array(path):
