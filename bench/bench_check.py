@@ -3,6 +3,10 @@
 * ``check_memory`` with default settings (``max_examples=100``) on ``NullMemory``
   and on a list-based keyword memory: wall time of a whole run, median and spread
   of ``--runs`` runs (target: <= 5 s each).
+* Mutation score: every broken memory of ``tests/mutants.py`` checked ``--rounds``
+  times (fresh random seeds) at ``max_examples`` 25 (the test suite's dev profile)
+  and 100 (the default): the share of runs whose ``ContractViolation`` names the
+  intended contract id, and the legal memories' false-alarm rate.
 * ``isinstance(x, BaseMemory)`` (a runtime-checkable Protocol: it looks up every
   protocol member) against a nominal ``isinstance`` check of the same object
   against its own class: ns per call, median of ``--repeats`` timings, and their
@@ -19,6 +23,7 @@ Not a test: numbers vary with the machine; compare ratios measured in one run.
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import os
 import platform
@@ -27,11 +32,13 @@ import sys
 import time
 import timeit
 from collections.abc import Callable
+from pathlib import Path
+from typing import Any
 
 from himga import __version__
 from himga.data.schema import Message, Session
 from himga.memory import BaseMemory, NullMemory
-from himga.testing import DEFAULT_MAX_EXAMPLES, check_memory
+from himga.testing import DEFAULT_MAX_EXAMPLES, ContractViolation, check_memory
 
 
 class ListMemory:
@@ -65,11 +72,39 @@ def _ns_per_call(statement: Callable[[], object], number: int, repeats: int) -> 
     return statistics.median(timings) / number * 1e9
 
 
+def _mutants() -> tuple[dict[str, tuple[Callable[[], Any], str]], dict[str, Callable[[], Any]]]:
+    # The mutants live with the tests; make the project root importable.
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+    mutants = importlib.import_module("tests.mutants")
+    return mutants.BROKEN, mutants.LEGAL
+
+
+def _mutation_score(rounds: int, max_examples: int) -> tuple[int, int, int, int]:
+    """(runs naming the intended id, broken runs, legal runs flagged, legal runs)."""
+    broken, legal = _mutants()
+    right = 0
+    for factory, contract_id in broken.values():
+        for _ in range(rounds):
+            try:
+                check_memory(factory, max_examples=max_examples)
+            except ContractViolation as violation:
+                right += violation.contract_id == contract_id
+    false_alarms = 0
+    for factory in legal.values():
+        for _ in range(rounds):
+            try:
+                check_memory(factory, max_examples=max_examples)
+            except ContractViolation:
+                false_alarms += 1
+    return right, len(broken) * rounds, false_alarms, len(legal) * rounds
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=int, default=5, help="check_memory runs per memory")
     parser.add_argument("--repeats", type=int, default=7, help="timeit repeats for isinstance")
     parser.add_argument("--number", type=int, default=200_000, help="calls per timeit repeat")
+    parser.add_argument("--rounds", type=int, default=5, help="mutation-score runs per memory")
     args = parser.parse_args()
 
     check_memory(NullMemory, max_examples=5)  # warm-up: imports, strategy compilation
@@ -95,6 +130,16 @@ def main() -> None:
     print(f"| isinstance(x, NullMemory) (nominal) | {nominal_ns:.0f} |")
     print(f"| ratio | {protocol_ns / nominal_ns:.0f}x |")
     print()
+    scores = {}
+    print(f"mutation score, {args.rounds} runs per memory")
+    print()
+    print("| max_examples | broken flagged under the right id | legal memories flagged |")
+    print("|---:|---:|---:|")
+    for examples in (25, DEFAULT_MAX_EXAMPLES):
+        right, runs, alarms, legal_runs = _mutation_score(args.rounds, examples)
+        scores[examples] = {"right_id": right, "runs": runs, "false_alarms": alarms}
+        print(f"| {examples} | {right}/{runs} ({right / runs:.0%}) | {alarms}/{legal_runs} |")
+    print()
     manifest = {
         "himga": __version__,
         "python": sys.version.split()[0],
@@ -104,6 +149,7 @@ def main() -> None:
         "timeit": {"number": args.number, "repeats": args.repeats},
         "check_memory_seconds": {name: round(median, 3) for name, median, _, _ in rows},
         "isinstance_ns": {"protocol": round(protocol_ns, 1), "nominal": round(nominal_ns, 1)},
+        "mutation_score": scores,
     }
     print(json.dumps(manifest, indent=2))
 

@@ -177,6 +177,20 @@ class CrashesOnNonAscii(ListMemory):
         return _matching(self.lines, query.encode("ascii").decode())
 
 
+class CrashesOnLongQuery(ListMemory):
+    def retrieve(self, query: str, /) -> str:
+        if len(query) > 2_000:
+            raise ValueError("query too long")
+        return super().retrieve(query)
+
+
+class IngestCrashesOnEmoji(ListMemory):
+    def ingest(self, message: Message, session: Session, /) -> None:
+        if any(ord(c) > 0xFFFF for c in message.content):
+            raise UnicodeError("no astral characters, please")
+        super().ingest(message, session)
+
+
 # -- broken: retrieve-empty-query -----------------------------------------------------
 
 
@@ -212,6 +226,13 @@ class ResetKeepsLast(ListMemory):
 
     def reset(self) -> None:
         self.lines = self.lines[-1:]
+
+
+class AlwaysHeader(ListMemory):
+    """Prefixes a header even when it holds nothing."""
+
+    def retrieve(self, query: str, /) -> str:
+        return "Relevant memories:\n" + super().retrieve(query)
 
 
 # -- broken: reuse-after-reset ----------------------------------------------------------
@@ -289,9 +310,12 @@ BROKEN: dict[str, tuple[Callable[[], Any], str]] = {
     "ReturnsNone": (ReturnsNone, "retrieve-returns-str"),
     "ReturnsList": (ReturnsList, "retrieve-returns-str"),
     "CrashesOnNonAscii": (CrashesOnNonAscii, "retrieve-returns-str"),
+    "CrashesOnLongQuery": (CrashesOnLongQuery, "retrieve-returns-str"),
+    "IngestCrashesOnEmoji": (IngestCrashesOnEmoji, "retrieve-returns-str"),
     "CrashesOnBlankQuery": (CrashesOnBlankQuery, "retrieve-empty-query"),
     "ResetOnlyHides": (ResetOnlyHides, "reset-clears"),
     "ResetKeepsLast": (ResetKeepsLast, "reset-clears"),
+    "AlwaysHeader": (AlwaysHeader, "reset-clears"),
     "ResetBreaksObject": (ResetBreaksObject, "reuse-after-reset"),
     "ClassLevelList": (ClassLevelList, "instance-isolation"),
     "MutableDefault": (MutableDefault, "instance-isolation"),

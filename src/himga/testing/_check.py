@@ -88,7 +88,7 @@ def _execute(harness: Harness, ops: Sequence[_Op], pool: Sequence[Session], *, p
 def _probe_canaries(harness: Harness) -> None:
     """Ask every instance for every planted token: leaks show whatever the memory ranks."""
     for index in range(len(harness.memories)):
-        for token in harness.canaries:
+        for token in harness.canaries or ["memory"]:
             harness.retrieve(index, token)
 
 

@@ -173,11 +173,17 @@ class Harness:
                     )
             if not self.holds[index] and output and not self._others_hold(index):
                 state = "was reset" if self.resets[index] else "is fresh"
-                self._fail(
-                    RESET_CLEARS,
+                problem = (
                     f'{me} {state} and has ingested nothing since, so retrieve must return "", '
-                    f"but it returned {_show(output)}",
+                    f"but it returned {_show(output)}"
                 )
+                if self._shares_state():
+                    self._fail(
+                        ISOLATION,
+                        f"{problem}; it comes from other instances: a new instance's output "
+                        f"changes when another new instance ingests",
+                    )
+                self._fail(RESET_CLEARS, problem)
         if ISOLATION in self._checks:
             for token in tokens:
                 owner = self._owner[token]
@@ -192,6 +198,38 @@ class Harness:
                     f"{me} is fresh, yet returned {_show(output)} while another instance "
                     f"holds content",
                 )
+
+    def _shares_state(self) -> bool:
+        """Whether one new instance's output changes when another new instance ingests.
+
+        Tells leftovers of other instances (say, of earlier runs) from a memory
+        that is simply not empty when fresh. The calls join the reproducer.
+        """
+        shown = len(self.trace)
+        watcher, writer = len(self.memories) + 1, len(self.memories) + 2
+        token = f"zq{self._run}c0xq"
+        message = Message(role="user", content=f"diagnosis {token}")
+        self.trace += [
+            "# is that output another instance's? two more instances:",
+            f"m{watcher} = factory()",
+            f"m{writer} = factory()",
+        ]
+        try:
+            first, second = self._factory(), self._factory()
+            before = first.retrieve(token)
+            self.trace.append(f"m{watcher}.retrieve({token!r})  # -> {_show(str(before))}")
+            second.ingest(message, Session(session_id="diagnosis", messages=()))
+            self.trace.append(
+                f"m{writer}.ingest({_show_message(message)}, Session('diagnosis', []))"
+            )
+            after = first.retrieve(token)
+            self.trace.append(f"m{watcher}.retrieve({token!r})  # -> {_show(str(after))}")
+        except Exception:
+            before = after = None
+        if before == after:
+            del self.trace[shown:]  # no evidence: keep the reproducer minimal
+            return False
+        return True
 
     def _others_hold(self, index: int) -> bool:
         return any(holds for i, holds in enumerate(self.holds) if i != index)
