@@ -177,26 +177,26 @@ class JudgeScores(list[float]):
 
 
 def _prompt(result: EvalResult, prediction: str) -> tuple[str, str]:
-    """The prompt name and text judging ``prediction`` for ``result``."""
-    if result.dataset == "locomo" and not result.adversarial:
+    """The prompt name and text judging ``prediction`` for ``result``.
+
+    Chosen by category, whatever the dataset is called: LoCoMo's categories get
+    mem0's judge (its adversarial one the abstention prompt), all others
+    LongMemEval's.
+    """
+    if result.category is Category.ADVERSARIAL:
+        name, answer = "longmemeval-abstention", _LOCOMO_ADVERSARIAL_EXPLANATION
+    elif result.category.locomo_code is not None:
         text = _LOCOMO.format(
             question=result.question, gold_answer=result.answer, generated_answer=prediction
         )
         return "locomo", text
-    if result.adversarial:
-        name = "longmemeval-abstention"
-        explanation = (
-            _LOCOMO_ADVERSARIAL_EXPLANATION if result.dataset == "locomo" else result.answer
-        )
-        text = JUDGE_PROMPTS[name].format(
-            question=result.question, answer=explanation, response=prediction
-        )
-        return name, text
-    name = _LME_TYPED.get(result.category, "longmemeval-default")
-    text = JUDGE_PROMPTS[name].format(
-        question=result.question, answer=result.answer, response=prediction
+    elif result.adversarial:
+        name, answer = "longmemeval-abstention", result.answer
+    else:
+        name, answer = _LME_TYPED.get(result.category, "longmemeval-default"), result.answer
+    return name, JUDGE_PROMPTS[name].format(
+        question=result.question, answer=answer, response=prediction
     )
-    return name, text
 
 
 _JSON_OBJECT = re.compile(r"\{[^{}]*\}")
