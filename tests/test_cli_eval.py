@@ -134,6 +134,7 @@ def test_llm_run_answers_judges_resumes_and_never_writes_the_key(
         (["--dataset", "nope"], "unknown dataset 'nope'"),
         (["--memory", "no_such_module:Nope"], "no_such_module"),
         (["--limit", "0"], "--limit"),
+        (["--concurrency", "0"], "--concurrency"),
     ],
 )
 def test_bad_arguments_are_one_line_errors(

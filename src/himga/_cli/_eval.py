@@ -82,9 +82,11 @@ def run(args: argparse.Namespace) -> int:
     if args.llm is None and args.model is not None:
         print("himga eval: --model needs --llm", file=sys.stderr)
         return 2
-    if args.limit is not None and args.limit < 1:
-        print(f"himga eval: --limit must be >= 1, got {args.limit}", file=sys.stderr)
-        return 2
+    for option in ("limit", "concurrency"):
+        value = getattr(args, option)
+        if value is not None and value < 1:
+            print(f"himga eval: --{option} must be >= 1, got {value}", file=sys.stderr)
+            return 2
     expected = (
         CheckpointError,
         DatasetError,
