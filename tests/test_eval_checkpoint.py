@@ -7,13 +7,18 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from himga.agent import BaseAgent
-from himga.eval import CheckpointError, CheckpointMismatchError, run_eval
+from himga.data.schema import Category
+from himga.eval import CheckpointError, CheckpointMismatchError, EvalResult, run_eval
+from himga.eval._checkpoint import Checkpoint
 from himga.memory import NullMemory
 from tests.test_eval_support import RecordingMemory, ScriptedLLM, make_sample
 
@@ -148,3 +153,45 @@ def test_kill_9_mid_run_then_resume_loses_and_duplicates_nothing(tmp_path: Path)
     assert out.split() == ["100", "100", "0"]
     keys = _keys(path)
     assert len(keys) == len(set(keys)) == 100
+
+
+def _stored(i: int) -> EvalResult:
+    return EvalResult(
+        sample_id="s",
+        question_id=f"q{i}",
+        dataset="locomo",
+        category=Category.SINGLE_HOP,
+        question=f"question {i} – ünïcode 😊?",
+        answer="gold",
+        adversarial=False,
+        evidence_turns=("D1:1",),
+        evidence_texts=("text",),
+        context="line\n" * (i % 3),
+        ranked_turn_ids=None if i % 2 else ("D1:1", None),
+        retrieval_latency_s=0.001 * i,
+        prediction=f"answer {i}",
+    )
+
+
+@given(count=st.integers(min_value=0, max_value=6), cut=st.floats(min_value=0, max_value=1))
+def test_a_file_cut_at_any_byte_reopens_as_its_complete_lines(count: int, cut: float) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "run.jsonl"
+        writer = Checkpoint(path, {"memory": "m"})
+        writer.open()
+        for i in range(count):
+            writer.append(_stored(i))
+        writer.close()
+        raw = path.read_bytes()
+        kept = raw[: int(len(raw) * cut)]
+        path.write_bytes(kept)
+        complete_results = max(kept.count(b"\n") - 1, 0)  # minus the header line
+
+        reader = Checkpoint(path, {"memory": "m"})
+        done = reader.open()
+        assert list(done.values()) == [_stored(i) for i in range(complete_results)]
+        reader.append(_stored(99))  # the repaired file takes appends
+        reader.close()
+        again = Checkpoint(path, {"memory": "m"})
+        assert list(again.open().values())[-1] == _stored(99)
+        again.close()
