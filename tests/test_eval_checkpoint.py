@@ -135,7 +135,7 @@ def _child(path: Path, delay: float) -> subprocess.Popen[str]:
 @pytest.mark.skipif(not hasattr(signal, "SIGKILL"), reason="needs SIGKILL")
 def test_kill_9_mid_run_then_resume_loses_and_duplicates_nothing(tmp_path: Path) -> None:
     path = tmp_path / "run.jsonl"
-    child = _child(path, delay=0.2)
+    child = _child(path, delay=0.5)  # 100 questions, 4 at a time: ~12 s if left alone
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         if path.exists() and path.read_text(encoding="utf-8").count("\n") > 10:
