@@ -173,3 +173,25 @@ def test_dataset_repairs_are_one_line_warnings(
     err = capsys.readouterr().err
     assert "himga eval: EvidenceWarning: " in err
     assert "qa_pairs = " not in err  # no source line echoed
+
+
+def test_failed_calls_are_reported_and_retried_by_a_rerun(
+    data_dir: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    out = tmp_path / "run"
+    argv = ["eval", "--memory", "null", "--llm", "openai", "--limit", "1", "--out", str(out)]
+    with FakeLLMServer(responder=_responder, faults=[400] * 3) as server:
+        monkeypatch.setenv("OPENAI_BASE_URL", server.openai_base_url)
+        monkeypatch.setenv("OPENAI_API_KEY", "sk-openai-test-key")
+        assert main([*argv, "--no-judge", "--no-progress"]) == 0
+        err = capsys.readouterr().err
+        assert "3 LLM calls failed after retries" in err
+        assert err.count("error: conv-26 ") == 3
+        assert json.loads((out / "metrics.json").read_text("utf-8"))["counts"]["errors"] == 3
+        server.reset_stats()
+        assert main([*argv, "--no-judge", "--no-progress"]) == 0
+        assert server.request_count == 3  # only the failed ones again
+    assert json.loads((out / "metrics.json").read_text("utf-8"))["counts"]["errors"] == 0

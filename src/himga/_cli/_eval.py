@@ -200,6 +200,18 @@ def _evaluate(args: argparse.Namespace) -> int:
         f"{counts['questions']} questions, {counts['answered']} answered, "
         f"{counts['errors']} errors; wrote {out}/results.jsonl, metrics.json, manifest.json"
     )
+    for error in metrics["errors"][:3]:
+        # Failed calls are reported, never scored; rerunning with the same --out retries them.
+        print(
+            _redact(f"error: {error['sample_id']} {error['question_id']}: {error['error']}"),
+            file=sys.stderr,
+        )
+    if counts["errors"]:
+        print(
+            f"himga eval: {counts['errors']} LLM calls failed after retries (listed in "
+            f"metrics.json); rerun with --out {out} to retry them",
+            file=sys.stderr,
+        )
     return 0
 
 
