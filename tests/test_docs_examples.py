@@ -64,7 +64,7 @@ class _FileRun:
 
 
 @pytest.fixture(scope="session")
-def doc_runs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[Path, _FileRun]]:
+def doc_runs() -> Iterator[dict[Path, _FileRun]]:
     runs: dict[Path, _FileRun] = {}
     yield runs
     for run in runs.values():
@@ -101,7 +101,7 @@ def _execute(block: Block, run: _FileRun) -> None:
 
 
 @pytest.mark.parametrize("block", BLOCKS, ids=[block.name for block in BLOCKS])
-def test_exampledoc_runs(
+def test_example_runs(
     block: Block,
     doc_runs: dict[Path, _FileRun],
     request: pytest.FixtureRequest,

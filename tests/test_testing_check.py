@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pickle
 from collections.abc import Iterator
 from typing import Any
 
@@ -163,3 +164,14 @@ def test_derandomize_makes_the_search_repeatable() -> None:
         return caught.value.problem
 
     assert reproducer() == reproducer()
+
+
+def test_violations_survive_pickling() -> None:
+    violation = ContractViolation("reset-clears", "leaked", "m1 = factory()")
+    copy = pickle.loads(pickle.dumps(violation))
+    assert (copy.contract_id, copy.problem, copy.reproducer) == (
+        "reset-clears",
+        "leaked",
+        "m1 = factory()",
+    )
+    assert str(copy) == str(violation)

@@ -73,6 +73,10 @@ class ContractViolation(AssertionError):
             text += "\nminimal reproducer:\n" + _indent(reproducer)
         super().__init__(text)
 
+    def __reduce__(self) -> tuple[type[ContractViolation], tuple[str, str, str]]:
+        # Exceptions are rebuilt from their args when pickled (pytest-xdist, multiprocessing).
+        return (type(self), (self.contract_id, self.problem, self.reproducer))
+
 
 def _indent(text: str) -> str:
     return "\n".join("    " + line for line in text.splitlines())
