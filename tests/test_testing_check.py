@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pickle
+import subprocess
+import sys
 from collections.abc import Iterator
 from typing import Any
 
@@ -175,3 +177,18 @@ def test_violations_survive_pickling() -> None:
         "m1 = factory()",
     )
     assert str(copy) == str(violation)
+
+
+def test_the_kit_without_hypothesis_names_the_extra() -> None:
+    code = (
+        "import sys; sys.modules['hypothesis'] = None\n"  # as if the extra were not installed
+        "from himga._extras import MissingExtraError\n"
+        "try:\n"
+        "    import himga.testing\n"
+        "except MissingExtraError as error:\n"
+        "    print(error)\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    )
+    assert "pip install 'himga[testing]'" in result.stdout
