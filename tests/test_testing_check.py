@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import pickle
 import subprocess
 import sys
@@ -192,3 +193,18 @@ def test_the_kit_without_hypothesis_names_the_extra() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
     )
     assert "pip install 'himga[testing]'" in result.stdout
+
+
+def test_a_failure_that_does_not_replay_is_reported_as_outside_state() -> None:
+    calls = itertools.count()
+
+    class FailsOnce(ListMemory):
+        def retrieve(self, query: str, /) -> str:
+            if next(calls) == 3:  # module-level state: the failure cannot be replayed
+                raise RuntimeError("once")
+            return super().retrieve(query)
+
+    with pytest.raises(ContractViolation, match="not when the same calls were replayed") as caught:
+        check_contract(FailsOnce, "retrieve-returns-str", max_examples=EXAMPLES)
+    assert caught.value.contract_id == "retrieve-returns-str"
+    assert "retrieve raised RuntimeError: once" in caught.value.problem
