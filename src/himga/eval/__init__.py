@@ -6,11 +6,18 @@ BLEU-1, exact match) and :mod:`himga.eval.judge` (LLM-as-judge).
 
 from himga.eval._aggregate import compute_metrics, context_containment
 from himga.eval._checkpoint import CheckpointError, CheckpointMismatchError
+from himga.eval._ranking import (
+    RANK_KS,
+    all_evidence_recall_at_k,
+    evidence_recall_at_k,
+    ndcg_at_k,
+)
 from himga.eval._result import EvalResult
 from himga.eval._run import SEARCH_K, DuplicateQuestionError, arun_eval, run_eval
 from himga.eval.judge import JudgeScores, abatch_judge, batch_judge
 
 __all__ = [
+    "RANK_KS",
     "SEARCH_K",
     "CheckpointError",
     "CheckpointMismatchError",
@@ -18,9 +25,12 @@ __all__ = [
     "EvalResult",
     "JudgeScores",
     "abatch_judge",
+    "all_evidence_recall_at_k",
     "arun_eval",
     "batch_judge",
     "compute_metrics",
     "context_containment",
+    "evidence_recall_at_k",
+    "ndcg_at_k",
     "run_eval",
 ]

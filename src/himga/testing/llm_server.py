@@ -9,7 +9,8 @@ distinct prompt, or at a seeded random rate. It records every request and the
 time during which at least one request was in flight (``busy_seconds``) and
 the summed in-flight time of all requests (``in_flight_seconds``).
 
-Standard library only, so importing it is cheap and needs no extra.
+The module itself uses the standard library only (no SDK is imported), but it
+lives in :mod:`himga.testing`, whose package import needs the ``testing`` extra.
 """
 
 from __future__ import annotations
