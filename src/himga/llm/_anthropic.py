@@ -28,6 +28,7 @@ class AnthropicClient(SDKClient):
     """
 
     provider: ClassVar[str] = "anthropic"
+    _sdk_classes: ClassVar[tuple[str, str]] = ("Anthropic", "AsyncAnthropic")
 
     def _check_temperature(self, temperature: float | None) -> None:
         if temperature is not None:
@@ -42,15 +43,6 @@ class AnthropicClient(SDKClient):
     @property
     def _default_base_url(self) -> str:
         return "https://api.anthropic.com"
-
-    def _new_sdk(self, *, asynchronous: bool) -> Any:
-        cls = self._sdk_module.AsyncAnthropic if asynchronous else self._sdk_module.Anthropic
-        options: dict[str, Any] = {}
-        if self._base_url is not None:
-            options["base_url"] = self._base_url
-        return cls(
-            api_key=self._api_key, max_retries=self.max_retries, timeout=self.timeout, **options
-        )
 
     def _request(self, messages: Sequence[ChatMessage], max_tokens: int) -> dict[str, Any]:
         check_roles(messages, _ROLES)

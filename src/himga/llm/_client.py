@@ -1,7 +1,7 @@
 """What every SDK-backed client shares: per-event-loop state, the concurrency bound, usage, errors.
 
-A subclass says how to build the SDK clients, turn chat messages into a request
-and a reply into a :class:`Completion`; retries are left to the SDK
+A subclass names the SDK's client classes and says how to turn chat messages
+into a request and a reply into a :class:`Completion`; retries are left to the SDK
 (``max_retries``), which backs off on 408/409/429/5xx (Anthropic's 529 included)
 and connection errors, honouring ``retry-after-ms`` / ``retry-after``.
 """
@@ -41,6 +41,8 @@ class SDKClient(ABC):
     """
 
     provider: ClassVar[str]
+    #: The SDK module's blocking and async client classes, by name.
+    _sdk_classes: ClassVar[tuple[str, str]]
 
     def __init__(
         self,
@@ -162,6 +164,17 @@ class SDKClient(ABC):
             raise ValueError(f"max_tokens must be >= 1, got {max_tokens!r}")
         return max_tokens
 
+    def _new_sdk(self, *, asynchronous: bool) -> Any:
+        """A new SDK client (async or blocking) with this client's key, URL, retries, timeout."""
+        blocking, non_blocking = self._sdk_classes
+        cls = getattr(self._sdk_module, non_blocking if asynchronous else blocking)
+        options: dict[str, Any] = {}
+        if self._base_url is not None:
+            options["base_url"] = self._base_url
+        return cls(
+            api_key=self._api_key, max_retries=self.max_retries, timeout=self.timeout, **options
+        )
+
     async def _loop_state(self) -> _LoopState:
         loop = asyncio.get_running_loop()
         with self._lock:
@@ -229,10 +242,6 @@ class SDKClient(ABC):
     @abstractmethod
     def _default_base_url(self) -> str:
         """The SDK's endpoint when no base URL is configured."""
-
-    @abstractmethod
-    def _new_sdk(self, *, asynchronous: bool) -> Any:
-        """A new SDK client (async or blocking) with this client's key, URL, retries, timeout."""
 
     @abstractmethod
     def _request(self, messages: Sequence[ChatMessage], max_tokens: int) -> dict[str, Any]:

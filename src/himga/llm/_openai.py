@@ -28,6 +28,7 @@ class OpenAIClient(SDKClient):
     """
 
     provider: ClassVar[str] = "openai"
+    _sdk_classes: ClassVar[tuple[str, str]] = ("OpenAI", "AsyncOpenAI")
 
     def _check_temperature(self, temperature: float | None) -> None:
         if temperature is not None and not 0.0 <= temperature <= 2.0:
@@ -39,15 +40,6 @@ class OpenAIClient(SDKClient):
     @property
     def _default_base_url(self) -> str:
         return "https://api.openai.com/v1"
-
-    def _new_sdk(self, *, asynchronous: bool) -> Any:
-        cls = self._sdk_module.AsyncOpenAI if asynchronous else self._sdk_module.OpenAI
-        options: dict[str, Any] = {}
-        if self._base_url is not None:
-            options["base_url"] = self._base_url
-        return cls(
-            api_key=self._api_key, max_retries=self.max_retries, timeout=self.timeout, **options
-        )
 
     def _request(self, messages: Sequence[ChatMessage], max_tokens: int) -> dict[str, Any]:
         check_roles(messages, _ROLES)
