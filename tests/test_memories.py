@@ -253,6 +253,34 @@ def test_bm25_scores_are_lucene_bm25(docs: list[list[str]], query: list[str], k:
         assert hits[-1].score >= expected[ranked[len(hits)]] * (1 - 1e-4)
 
 
+@given(
+    batches=st.lists(
+        st.lists(st.lists(st.sampled_from(VOCABULARY), max_size=6), min_size=1, max_size=5),
+        min_size=2,
+        max_size=4,
+    ),
+    query=st.lists(st.sampled_from(VOCABULARY), min_size=1, max_size=3),
+)
+def test_bm25_rebuilds_idf_and_lengths_over_the_whole_history(
+    batches: list[list[list[str]]], query: list[str]
+) -> None:
+    # Queries between batches of ingests: each rebuild must score against every turn so
+    # far (document frequencies, average length), not only the turns added since.
+    # No speaker, so empty turns (length 0) count towards the average length too.
+    memory = BM25Memory()
+    docs: list[list[str]] = []
+    for batch in batches:
+        for doc in batch:
+            memory.ingest(Message("", " ".join(doc), f"D1:{len(docs)}"), SESSION)
+            docs.append(doc)
+        expected = lucene_bm25(docs, query, memory.k1, memory.b)
+        hits = memory.search(" ".join(query), len(docs))
+        found = {int(hit.turn_id[3:]): hit.score for hit in hits if hit.turn_id is not None}
+        assert set(found) == {i for i, score in enumerate(expected) if score > 0}
+        for position, score in found.items():
+            assert score == pytest.approx(expected[position], rel=1e-4)
+
+
 def test_bm25_finds_the_stemmed_term_and_the_speaker() -> None:
     memory = BM25Memory()
     say(memory, "I love the mountains", "Running a marathon next week", "Nice weather")
@@ -303,7 +331,14 @@ def test_bm25_without_any_term_finds_nothing() -> None:
 
 @pytest.mark.parametrize(
     ("kwargs", "message"),
-    [({"k": 0}, "k must be >= 1"), ({"k1": -1.0}, "k1"), ({"b": 1.5}, "b must be")],
+    [
+        ({"k": 0}, "k must be >= 1"),
+        ({"k1": -1.0}, "k1 must be"),
+        ({"k1": math.nan}, "k1 must be"),
+        ({"k1": math.inf}, "k1 must be"),
+        ({"b": 1.5}, "b must be"),
+        ({"b": math.nan}, "b must be"),
+    ],
 )
 def test_bm25_rejects_bad_parameters(kwargs: dict[str, float], message: str) -> None:
     with pytest.raises(ValueError, match=message):
