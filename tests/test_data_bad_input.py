@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import copy
 import json
+import pickle
 import random
 import re
 import tempfile
+import zipfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -15,7 +17,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from himga.data import DatasetError, load_dataset
+from himga.data import ChecksumMismatchError, DatasetError, load_dataset
 from himga.data.synthetic import longmemeval_record
 from tests.data_fixtures import locomo_samples, longmemeval_records, write_json
 
@@ -183,6 +185,32 @@ def test_corrupt_zip(tmp_path: Path) -> None:
     path.write_bytes(b"PK\x03\x04" + b"\x00" * 40)
     with pytest.raises(DatasetError, match=r"locomo10\.zip"):
         load_dataset("locomo", path=path)
+
+
+def test_corrupt_compressed_data_in_zip(tmp_path: Path) -> None:
+    turns = [{"speaker": "A", "dia_id": f"D1:{i}", "text": f"turn {i} " * 20} for i in range(50)]
+    conversation = {"speaker_a": "A", "speaker_b": "B", "session_1": turns, "qa": []}
+    path = tmp_path / "locomo10.zip"
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as archive:
+        archive.writestr("26.json", json.dumps(conversation))
+    body = bytearray(path.read_bytes())
+    body[60] ^= 0xFF  # inside the deflate stream (it starts at byte 37): zlib fails, not the CRC
+    path.write_bytes(bytes(body))
+    with pytest.raises(DatasetError, match=r"locomo10\.zip: corrupt zip archive"):
+        load_dataset("locomo", path=path)
+
+
+def test_dataset_error_survives_copy_and_pickle() -> None:
+    error = ChecksumMismatchError("f.zip", "bad sha256", sample="'s'", field="x")
+    for clone in (copy.copy(error), pickle.loads(pickle.dumps(error))):
+        assert type(clone) is ChecksumMismatchError
+        assert (clone.file, clone.problem, clone.sample, clone.field) == (
+            "f.zip",
+            "bad sha256",
+            "'s'",
+            "x",
+        )
+        assert str(clone) == str(error)
 
 
 # --- properties: any corruption of a generated valid file is rejected with DatasetError ---

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from os import PathLike
+from typing import Any
 
 __all__ = [
     "ChecksumMismatchError",
@@ -43,6 +44,17 @@ class DatasetError(ValueError):
         if field is not None:
             where.append(f"field {field!r}")
         super().__init__(f"{': '.join(where)}: {problem}")
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # The default rebuilds from ``args`` (the message alone), which this
+        # ``__init__`` cannot take: without this, copy and pickle fail.
+        return (_rebuild, (type(self), self.file, self.problem, self.sample, self.field))
+
+
+def _rebuild(
+    cls: type[DatasetError], file: str, problem: str, sample: str | None, field: str | None
+) -> DatasetError:
+    return cls(file, problem, sample=sample, field=field)
 
 
 class ChecksumMismatchError(DatasetError):

@@ -16,6 +16,7 @@ import json
 import re
 import warnings
 import zipfile
+import zlib
 from collections.abc import Collection, Generator, Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -111,7 +112,7 @@ def _zip_samples(path: Path) -> Iterator[tuple[str, str, dict[str, Any]]]:
             for name in sorted(names, key=lambda n: (_conversation_number(f"{path}/{n}"), n)):
                 file = f"{path}/{name}"
                 yield _from_repository_layout(file, _read_json(file, archive.read(name)))
-    except (zipfile.BadZipFile, EOFError) as exc:
+    except (zipfile.BadZipFile, EOFError, zlib.error) as exc:
         raise DatasetError(path, f"corrupt zip archive: {exc}") from None
 
 

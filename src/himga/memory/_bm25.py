@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from types import ModuleType
 from typing import Any
@@ -38,8 +39,8 @@ class BM25Memory:
     def __init__(self, k: int = 10, *, k1: float = 1.5, b: float = 0.75) -> None:
         if k < 1:
             raise ValueError(f"BM25Memory: k must be >= 1, got {k}")
-        if k1 < 0:
-            raise ValueError(f"BM25Memory: k1 must be >= 0, got {k1}")
+        if not 0 <= k1 < math.inf:  # also rejects NaN, which would score every turn NaN
+            raise ValueError(f"BM25Memory: k1 must be a finite number >= 0, got {k1}")
         if not 0 <= b <= 1:
             raise ValueError(f"BM25Memory: b must be in [0, 1], got {b}")
         self.k = k
@@ -110,7 +111,9 @@ class BM25Memory:
             return []
         np = self._np
         scores = self._scores(term_ids)
-        candidates = np.flatnonzero(scores)  # BM25 scores are >= 0: the turns sharing a term
+        # ndarray methods rather than np.flatnonzero / np.argsort: on a conversation-sized
+        # corpus the numpy wrappers' dispatch is a measurable share of a query.
+        candidates = scores.nonzero()[0]  # BM25 scores are >= 0: the turns sharing a term
         best = scores[candidates]
         if k < len(candidates):
             # Keep every turn scoring at least the k-th best, ties included, so the
@@ -118,7 +121,7 @@ class BM25Memory:
             kth = np.partition(best, len(best) - k)[len(best) - k]
             keep = best >= kth
             candidates, best = candidates[keep], best[keep]
-        order = np.argsort(-best, kind="stable")[:k]
+        order = (-best).argsort(kind="stable")[:k]
         return list(zip(candidates[order].tolist(), best[order].tolist(), strict=True))
 
     def _scores(self, term_ids: list[int]) -> Any:
@@ -129,8 +132,8 @@ class BM25Memory:
         # np.add.at loop dominates query latency on conversation-sized corpora.
         np = self._np
         matrix = self._index.scores
-        indptr = self._indptr
+        indices, data, indptr = matrix["indices"], matrix["data"], self._indptr
         spans = [(indptr[term], indptr[term + 1]) for term in term_ids]
-        turns = np.concatenate([matrix["indices"][start:end] for start, end in spans])
-        partial = np.concatenate([matrix["data"][start:end] for start, end in spans])
+        turns = np.concatenate([indices[start:end] for start, end in spans])
+        partial = np.concatenate([data[start:end] for start, end in spans])
         return np.bincount(turns, weights=partial, minlength=matrix["num_docs"])
