@@ -41,10 +41,16 @@ def download_file(
     (:class:`ChecksumMismatchError` otherwise); without, it must look like a
     JSON array (first and last non-blank bytes ``[`` and ``]``) and
     :class:`UnverifiedDownloadWarning` reports its sha256. Network and HTTP
-    failures raise :class:`DownloadError`. On any failure nothing is left behind.
+    failures raise :class:`DownloadError`. On any failure nothing is left behind,
+    not even the directories created for ``dest``.
     """
+    created = [d for d in (dest.parent, *dest.parent.parents) if not d.exists()]
     dest.parent.mkdir(parents=True, exist_ok=True)
-    fd, temp_name = tempfile.mkstemp(dir=dest.parent, prefix=f".{dest.name}.", suffix=".part")
+    try:
+        fd, temp_name = tempfile.mkstemp(dir=dest.parent, prefix=f".{dest.name}.", suffix=".part")
+    except BaseException:
+        _remove_empty(created)
+        raise
     temp = Path(temp_name)
     try:
         digest = hashlib.sha256()
@@ -71,8 +77,18 @@ def download_file(
         os.replace(temp, dest)
     except BaseException:
         temp.unlink(missing_ok=True)
+        _remove_empty(created)
         raise
     return dest
+
+
+def _remove_empty(directories: list[Path]) -> None:
+    """Remove the directories this download created (deepest first), if still empty."""
+    for directory in directories:
+        try:
+            directory.rmdir()
+        except OSError:
+            return
 
 
 def _fetch(
