@@ -3,42 +3,23 @@
 from __future__ import annotations
 
 import math
-from dataclasses import replace
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from himga.data.schema import Category
-from himga.eval import EvalResult, compute_metrics, context_containment
+from himga.eval import compute_metrics, context_containment
 from himga.eval._ranking import RANK_KS
 from himga.eval.metrics import locomo_f1
-
-
-def _result(**fields: object) -> EvalResult:
-    base = EvalResult(
-        sample_id="s",
-        question_id="q",
-        dataset="locomo",
-        category=Category.SINGLE_HOP,
-        question="Where did Ann go?",
-        answer="Paris",
-        adversarial=False,
-        evidence_turns=("D1:1",),
-        evidence_texts=("Ann: I went to  Paris",),
-        context="[8 May] Ann: I went to Paris\n",
-        ranked_turn_ids=None,
-        retrieval_latency_s=0.0,
-        prediction="Paris",
-    )
-    return replace(base, **fields)  # type: ignore[arg-type]
+from tests.test_eval_support import make_result
 
 
 def test_overall_excludes_adversarial_and_the_other_aggregate_includes_it() -> None:
     results = [
-        _result(question_id="1", prediction="Paris"),
-        _result(question_id="2", category=Category.MULTI_HOP, answer="x, y", prediction="x"),
-        _result(
+        make_result(question_id="1", prediction="Paris"),
+        make_result(question_id="2", category=Category.MULTI_HOP, answer="x, y", prediction="x"),
+        make_result(
             question_id="3",
             category=Category.ADVERSARIAL,
             adversarial=True,
@@ -66,8 +47,8 @@ def test_overall_excludes_adversarial_and_the_other_aggregate_includes_it() -> N
 
 def test_errors_are_counted_and_listed_never_scored() -> None:
     results = [
-        _result(question_id="1", prediction="Rome"),
-        _result(question_id="2", prediction=None, error="RateLimitError: still 429"),
+        make_result(question_id="1", prediction="Rome"),
+        make_result(question_id="2", prediction=None, error="RateLimitError: still 429"),
     ]
     metrics = compute_metrics(results, [0.0, 1.0])
     overall = metrics["overall"]
@@ -80,7 +61,7 @@ def test_errors_are_counted_and_listed_never_scored() -> None:
 
 
 def test_metrics_with_nothing_to_average_are_none() -> None:
-    results = [_result(prediction=None, evidence_turns=(), evidence_texts=())]
+    results = [make_result(prediction=None, evidence_turns=(), evidence_texts=())]
     overall = compute_metrics(results)["overall"]
     for key in ("f1", "bleu1", "exact_match", "judge", "context_recall", "recall@10", "ndcg@1"):
         assert overall[key] is None
@@ -89,12 +70,12 @@ def test_metrics_with_nothing_to_average_are_none() -> None:
 
 def test_context_containment_any_and_all() -> None:
     results = [
-        _result(
+        make_result(
             question_id="1",
             evidence_turns=("D1:1", "D1:2", "D9:9"),
             evidence_texts=("Ann: I went to Paris", "Bob: nice", None),
         ),
-        _result(question_id="2", context="nothing relevant"),
+        make_result(question_id="2", context="nothing relevant"),
     ]
     assert context_containment(results[0]) == 0.5  # the missing turn is left out
     assert context_containment(results[1]) == 0.0
@@ -107,9 +88,11 @@ def test_context_containment_any_and_all() -> None:
 
 def test_rank_metrics_use_the_ranked_turn_ids() -> None:
     results = [
-        _result(question_id="1", evidence_turns=("D1:1", "D1:2"), ranked_turn_ids=("D1:1", "D3:3")),
-        _result(question_id="2", evidence_turns=("D1:1",), ranked_turn_ids=("D2:2", "D1:1")),
-        _result(question_id="3", ranked_turn_ids=None),
+        make_result(
+            question_id="1", evidence_turns=("D1:1", "D1:2"), ranked_turn_ids=("D1:1", "D3:3")
+        ),
+        make_result(question_id="2", evidence_turns=("D1:1",), ranked_turn_ids=("D2:2", "D1:1")),
+        make_result(question_id="3", ranked_turn_ids=None),
     ]
     overall = compute_metrics(results)["overall"]
     assert overall["ranked"] == 2
@@ -122,7 +105,7 @@ def test_rank_metrics_use_the_ranked_turn_ids() -> None:
 
 def test_judge_scores_must_align_with_results() -> None:
     with pytest.raises(ValueError, match="2 scores for 1 results"):
-        compute_metrics([_result()], [1.0, 0.0])
+        compute_metrics([make_result()], [1.0, 0.0])
 
 
 categories = st.sampled_from([c for c in Category if c.locomo_code is not None])
@@ -131,7 +114,7 @@ categories = st.sampled_from([c for c in Category if c.locomo_code is not None])
 @given(st.lists(st.tuples(categories, st.booleans()), max_size=12))
 def test_aggregates_partition_the_questions(rows: list[tuple[Category, bool]]) -> None:
     results = [
-        _result(
+        make_result(
             question_id=str(i),
             category=c,
             prediction=None if failed else "Paris",

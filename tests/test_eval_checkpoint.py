@@ -16,11 +16,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from himga.agent import BaseAgent
-from himga.data.schema import Category
 from himga.eval import CheckpointError, CheckpointMismatchError, EvalResult, run_eval
 from himga.eval._checkpoint import Checkpoint
 from himga.memory import NullMemory
-from tests.test_eval_support import RecordingMemory, ScriptedLLM, make_sample
+from tests.test_eval_support import RecordingMemory, ScriptedLLM, make_result, make_sample
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 
@@ -111,7 +110,7 @@ _CHILD = """
 import sys
 from himga.agent import BaseAgent
 from himga.eval import run_eval
-from tests.test_eval_support import RecordingMemory, ScriptedLLM, make_sample
+from tests.test_eval_support import RecordingMemory, ScriptedLLM, make_result, make_sample
 
 samples = [make_sample(f"s{i}", questions=10) for i in range(10)]
 llm = ScriptedLLM(delay=float(sys.argv[2]), max_concurrency=4)
@@ -156,15 +155,10 @@ def test_kill_9_mid_run_then_resume_loses_and_duplicates_nothing(tmp_path: Path)
 
 
 def _stored(i: int) -> EvalResult:
-    return EvalResult(
-        sample_id="s",
+    return make_result(
         question_id=f"q{i}",
-        dataset="locomo",
-        category=Category.SINGLE_HOP,
         question=f"question {i} – ünïcode 😊?",
         answer="gold",
-        adversarial=False,
-        evidence_turns=("D1:1",),
         evidence_texts=("text",),
         context="line\n" * (i % 3),
         ranked_turn_ids=None if i % 2 else ("D1:1", None),

@@ -5,34 +5,14 @@ from __future__ import annotations
 import hashlib
 import math
 from collections.abc import Sequence
-from dataclasses import replace
 
 import pytest
 
 from himga.data.schema import Category
-from himga.eval import EvalResult, batch_judge, compute_metrics
+from himga.eval import batch_judge, compute_metrics
 from himga.eval.judge import JUDGE_PROMPTS, UnjudgeableError, parse_verdict
 from himga.llm._protocol import ChatMessage
-from tests.test_eval_support import ScriptedLLM
-
-
-def _result(**fields: object) -> EvalResult:
-    base = EvalResult(
-        sample_id="s",
-        question_id="q",
-        dataset="locomo",
-        category=Category.SINGLE_HOP,
-        question="Where did Ann go?",
-        answer="Paris",
-        adversarial=False,
-        evidence_turns=(),
-        evidence_texts=(),
-        context="",
-        ranked_turn_ids=None,
-        retrieval_latency_s=0.0,
-        prediction="Paris",
-    )
-    return replace(base, **fields)  # type: ignore[arg-type]
+from tests.test_eval_support import ScriptedLLM, make_result
 
 
 def _grader(messages: Sequence[ChatMessage]) -> str:
@@ -82,9 +62,9 @@ def test_parse_verdict_refuses_replies_without_a_single_verdict(prompt: str, rep
 def test_locomo_uses_mem0_prompt_and_adversarial_uses_the_abstention_prompt() -> None:
     llm = ScriptedLLM(reply=_grader)
     results = [
-        _result(question_id="q1", prediction="Paris, in May"),
-        _result(question_id="q2", prediction="Rome"),
-        _result(
+        make_result(question_id="q1", prediction="Paris, in May"),
+        make_result(question_id="q2", prediction="Rome"),
+        make_result(
             question_id="q3",
             category=Category.ADVERSARIAL,
             adversarial=True,
@@ -123,7 +103,7 @@ def test_longmemeval_uses_the_official_type_specific_prompt(
     category: Category, abstention: bool, prompt: str
 ) -> None:
     llm = ScriptedLLM(reply=_grader)
-    result = _result(dataset="longmemeval", category=category, adversarial=abstention)
+    result = make_result(dataset="longmemeval", category=category, adversarial=abstention)
     scores = batch_judge([result], llm=llm, show_progress=False)
     assert list(scores) == [1.0]
     assert llm.calls[0][0]["content"] == JUDGE_PROMPTS[prompt].format(
@@ -133,7 +113,9 @@ def test_longmemeval_uses_the_official_type_specific_prompt(
 
 def test_identical_judgements_are_asked_once_and_the_cache_is_reused() -> None:
     llm = ScriptedLLM(reply=_grader)
-    results = [_result(question_id=f"q{i}") for i in range(5)] + [_result(prediction="Rome")]
+    results = [make_result(question_id=f"q{i}") for i in range(5)] + [
+        make_result(prediction="Rome")
+    ]
     cache: dict[str, float] = {}
     scores = batch_judge(results, llm=llm, cache=cache, show_progress=False)
     assert list(scores) == [1.0] * 5 + [0.0]
@@ -145,10 +127,10 @@ def test_identical_judgements_are_asked_once_and_the_cache_is_reused() -> None:
 
 def test_unjudgeable_results_are_nan_with_a_reason_never_zero() -> None:
     results = [
-        _result(question_id="ok"),
-        _result(question_id="failed", prediction=None, error="APIError: boom"),
-        _result(question_id="garbled", prediction="Paris!"),
-        _result(question_id="down", prediction="Paris?"),
+        make_result(question_id="ok"),
+        make_result(question_id="failed", prediction=None, error="APIError: boom"),
+        make_result(question_id="garbled", prediction="Paris!"),
+        make_result(question_id="down", prediction="Paris?"),
     ]
 
     def reply(messages: Sequence[ChatMessage]) -> str:

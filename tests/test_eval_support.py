@@ -2,16 +2,20 @@
 
 ``ScriptedLLM`` is an in-process :class:`~himga.llm.LLMClient`; ``RecordingMemory``
 logs every call it receives; ``make_sample`` builds LoCoMo-shaped samples whose
-gold strings never occur in the conversation, so a leak is detectable.
+gold strings never occur in the conversation, so a leak is detectable;
+``make_result`` builds one :class:`~himga.eval.EvalResult`.
 """
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import re
 from collections.abc import Callable, Sequence
+from typing import Any
 
 from himga.data.schema import Category, Message, QAPair, Sample, Session
+from himga.eval._result import EvalResult
 from himga.llm._protocol import ChatMessage, Completion
 from himga.memory._protocol import Hit
 
@@ -144,3 +148,24 @@ def make_sample(sample_id: str, sessions: int = 2, turns: int = 3, questions: in
         speakers=("Ann", "Bob"),
         metadata={"event_summary": f"GOLDMETA{sample_id}"},
     )
+
+
+def make_result(**fields: Any) -> EvalResult:
+    """An answered single-hop LoCoMo result whose context holds its one evidence turn
+    ("Where did Ann go?", gold and prediction "Paris"); ``fields`` replace any field."""
+    base = EvalResult(
+        sample_id="s",
+        question_id="q",
+        dataset="locomo",
+        category=Category.SINGLE_HOP,
+        question="Where did Ann go?",
+        answer="Paris",
+        adversarial=False,
+        evidence_turns=("D1:1",),
+        evidence_texts=("Ann: I went to  Paris",),
+        context="[8 May] Ann: I went to Paris\n",
+        ranked_turn_ids=None,
+        retrieval_latency_s=0.0,
+        prediction="Paris",
+    )
+    return dataclasses.replace(base, **fields)
