@@ -289,7 +289,9 @@ class _Parser:
             category = Category.from_locomo_code(code)
         except ValueError as exc:
             raise self.error(f"{field}.category", str(exc)) from None
-        # Category 5 keeps its answer in `adversarial_answer` (two also carry an `answer`).
+        # Category 5 keeps its answer in `adversarial_answer` (two also carry an `answer`):
+        # the distractor the official evaluation offers against "Not mentioned in the
+        # conversation", not a right answer.
         answer_key = "adversarial_answer" if category is Category.ADVERSARIAL else "answer"
         if answer_key not in raw and "answer" in raw:
             answer_key = "answer"

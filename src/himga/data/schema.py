@@ -111,9 +111,11 @@ _LOCOMO_NUMBERS = {category: code for code, category in _LOCOMO_CODES.items()}
 class QAPair:
     """A benchmark question with its gold answer and evidence (gold data).
 
-    ``answer`` is always a string (integer answers are converted). ``evidence``
-    names what the answer rests on as the dataset does: turn ids for LoCoMo,
-    session ids for LongMemEval. ``evidence_turns`` is always turn ids
+    ``answer`` is always a string (integer answers are converted); for LoCoMo
+    category 5 it is the file's ``adversarial_answer``, a distractor: the official
+    scorer credits only saying the conversation does not tell (see ``adversarial``).
+    ``evidence`` names what the answer rests on as the dataset does: turn ids for
+    LoCoMo, session ids for LongMemEval. ``evidence_turns`` is always turn ids
     (LoCoMo: the repaired ``evidence``; LongMemEval: the ``has_answer`` turns),
     so turn-level retrieval metrics work on both. ``adversarial`` marks
     questions whose right answer is that the conversation does not say
