@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import resource
 import statistics
 import subprocess
@@ -84,13 +85,18 @@ def main() -> None:
         from himga.data.synthetic import write_longmemeval
 
         questions, sessions, turns, turn_chars = map(int, args.generate[1:])
+        target = Path(args.generate[0])
+        # Written aside and renamed: an interrupted run must not leave a partial
+        # file that later runs would reuse.
+        partial = target.with_name(target.name + ".part")
         write_longmemeval(
-            Path(args.generate[0]),
+            partial,
             questions=questions,
             sessions=sessions,
             turns=turns,
             turn_chars=turn_chars,
         )
+        os.replace(partial, target)
         return
 
     shape = (args.questions, args.sessions, args.turns, args.turn_chars)

@@ -3,7 +3,8 @@
 No real LongMemEval file ships with himga. These files have the official
 record layout (see ``docs/data.md``) and realistic sizes: the defaults of
 :func:`write_longmemeval` give a LongMemEval_S-sized file (500 questions x 50
-sessions, about 265 MB). The text is meaningless; only the shape is real.
+sessions x 10 turns of ~1,000 characters, about 280 MB). The text is
+meaningless; only the shape is real.
 """
 
 from __future__ import annotations
