@@ -185,7 +185,19 @@ def test_generated_records_round_trip(records: list[dict[str, Any]]) -> None:
         assert messages == [
             (t["role"], t["content"]) for turns in record["haystack_sessions"] for t in turns
         ]
+        assert list(qa.evidence_turns) == [
+            f"{session_id}:{index}"
+            for session_id, turns in zip(
+                record["haystack_session_ids"], record["haystack_sessions"], strict=True
+            )
+            for index, turn in enumerate(turns)
+            if turn.get("has_answer") is True
+        ]
         assert {m.turn_id for _, m in sample.iter_turns()} >= set(qa.evidence_turns)
+        assert (qa.question, qa.category.value) == (record["question"], record["question_type"])
+        assert qa.adversarial == record["question_id"].endswith("_abs")
+        assert sample.question_date == record["question_date"]
+        assert [s.date_str for s in sample.sessions] == record["haystack_dates"]
 
 
 json_values = st.recursive(
