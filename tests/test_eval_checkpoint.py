@@ -9,6 +9,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -16,6 +17,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from himga.agent import BaseAgent
+from himga.data.schema import Message, Session
 from himga.eval import CheckpointError, CheckpointMismatchError, EvalResult, run_eval
 from himga.eval._checkpoint import Checkpoint
 from himga.memory import NullMemory
@@ -91,6 +93,56 @@ def test_a_checkpoint_of_another_configuration_is_refused(tmp_path: Path) -> Non
     with pytest.raises(CheckpointMismatchError, match=r"memory"):
         run_eval(
             samples, agent=BaseAgent(memory=RecordingMemory()), checkpoint=path, show_progress=False
+        )
+
+
+@dataclass
+class _SizedMemory:
+    """A memory whose parameter shows in its (dataclass) repr."""
+
+    k: int
+
+    def ingest(self, message: Message, session: Session, /) -> None:
+        pass
+
+    def retrieve(self, query: str, /) -> str:
+        return ""
+
+    def reset(self) -> None:
+        pass
+
+
+def test_a_memory_repr_tells_configurations_of_one_class_apart(tmp_path: Path) -> None:
+    path = tmp_path / "run.jsonl"
+    samples = [make_sample("a", questions=2)]
+    first = run_eval(
+        samples, agent=BaseAgent(memory=_SizedMemory(3)), checkpoint=path, show_progress=False
+    )
+    with pytest.raises(CheckpointMismatchError, match=r"differs in: memory_repr\)"):
+        run_eval(
+            samples, agent=BaseAgent(memory=_SizedMemory(5)), checkpoint=path, show_progress=False
+        )
+    again = run_eval(
+        samples, agent=BaseAgent(memory=_SizedMemory(3)), checkpoint=path, show_progress=False
+    )
+    assert again == first
+
+
+def test_answer_settings_are_part_of_the_configuration(tmp_path: Path) -> None:
+    path = tmp_path / "run.jsonl"
+    samples = [make_sample("a", questions=1)]
+    run_eval(
+        samples,
+        agent=BaseAgent(memory=NullMemory(), llm=ScriptedLLM(), max_tokens=64),
+        checkpoint=path,
+        show_progress=False,
+    )
+    with pytest.raises(CheckpointMismatchError, match=r"differs in: max_tokens\)"):
+        run_eval(
+            samples,
+            agent=BaseAgent(memory=NullMemory(), llm=ScriptedLLM(), max_tokens=32),
+            checkpoint=path,
+            show_progress=False,
         )
 
 

@@ -101,6 +101,11 @@ class BaseAgent:
         return self._llm
 
     @property
+    def max_tokens(self) -> int:
+        """The reply budget of each answer call."""
+        return self._max_tokens
+
+    @property
     def current_date(self) -> str | None:
         """The date the prompt states, set by :meth:`ingest_sample`."""
         return self._current_date

@@ -28,15 +28,30 @@ class DuplicateQuestionError(ValueError):
     """Two questions of the evaluated samples share ``(sample_id, question_id)``."""
 
 
+def _memory_config(memory: object) -> str | None:
+    """``repr(memory)`` when its class defines one (a dataclass's names its fields).
+
+    ``object.__repr__`` only names an address, different in every process, so a
+    memory without its own ``__repr__`` is identified by its class alone.
+    """
+    if type(memory).__repr__ is object.__repr__:
+        return None
+    return repr(memory)
+
+
 def run_fingerprint(agent: BaseAgent) -> dict[str, Any]:
     """What identifies a run's configuration in its checkpoint: memory, model, prompts."""
     memory = type(agent.memory)
     llm = agent.llm
+    temperature = getattr(llm, "temperature", None)
     return {
         "agent": f"{type(agent).__module__}:{type(agent).__qualname__}",
         "memory": f"{memory.__module__}:{memory.__qualname__}",
+        "memory_repr": _memory_config(agent.memory),
         "provider": None if llm is None else llm.provider,
         "model": None if llm is None else llm.model,
+        "temperature": temperature if isinstance(temperature, (int, float)) else None,
+        "max_tokens": agent.max_tokens,
         "prompt_hashes": prompt_hashes(),
     }
 
@@ -211,8 +226,14 @@ def run_eval(
     ``checkpoint`` names a JSONL file: every finished question is appended and
     fsync'd, and a rerun with the same file skips what is done (errors are
     retried), so an interrupted run -- even by ``kill -9`` -- resumes without
-    duplicating or losing a question. Raises :class:`DuplicateQuestionError` when
-    two questions share a ``(sample_id, question_id)``.
+    duplicating or losing a question. The file's header names the configuration
+    (agent and memory classes, the memory's ``repr`` if its class defines one,
+    provider, model, temperature, answer ``max_tokens``, prompt hashes); a rerun
+    under another raises :class:`~himga.eval.CheckpointMismatchError`. Two
+    memories of one class without their own ``__repr__`` count as the same
+    configuration, whatever their parameters. Raises
+    :class:`DuplicateQuestionError` when two questions share a
+    ``(sample_id, question_id)``.
     """
     return asyncio.run(
         arun_eval(
