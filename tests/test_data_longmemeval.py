@@ -91,6 +91,17 @@ def test_iter_equals_load_and_limit_ids(generated: Path) -> None:
         load_dataset("longmemeval_s", path=generated, ids="q00001")
 
 
+def test_ids_skip_records_with_unhashable_ids(tmp_path: Path) -> None:
+    good = longmemeval_record(random.Random(1), 1, sessions=1, turns=1, turn_chars=10)
+    bad = good | {"question_id": ["not", "a", "str"]}
+    path = write_json(tmp_path / "x.json", [bad, good])
+    assert [s.sample_id for s in load_dataset("longmemeval_s", path=path, ids=["q00001"])] == [
+        "q00001"
+    ]
+    with pytest.raises(DatasetError, match="sample #0: field 'question_id'"):
+        load_dataset("longmemeval_s", path=path)
+
+
 def test_has_answer_never_reaches_a_message(generated: Path) -> None:
     for sample in iter_dataset("longmemeval_s", path=generated):
         for _, message in sample.iter_turns():

@@ -66,8 +66,11 @@ def iter_longmemeval(
     """
     seen: set[str] = set()
     for index, raw in iter_json_array(path):
-        if ids is not None and not (isinstance(raw, dict) and raw.get("question_id") in ids):
-            continue
+        if ids is not None:
+            question_id = raw.get("question_id") if isinstance(raw, dict) else None
+            # Checked as a str first: a malformed id may be unhashable (a list, ...).
+            if not (isinstance(question_id, str) and question_id in ids):
+                continue
         sample = _Parser(str(path), index, raw).sample(dataset)
         if sample.sample_id in seen:
             raise DatasetError(
