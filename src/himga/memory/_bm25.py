@@ -57,8 +57,7 @@ class BM25Memory:
         """Append the turn (O(1)); the index is rebuilt at the next query."""
         self._turn_ids.append(message.turn_id)
         self._lines.append(format_line(message, session))
-        self._documents.append(f"{message.role}: {message.content}")
-        self._stale = True
+        self._unindexed.append(f"{message.role}: {message.content}")
 
     def retrieve(self, query: str, /) -> str:
         """The top ``k`` matching lines in conversation order; ``""`` when none match."""
@@ -76,11 +75,11 @@ class BM25Memory:
         """Forget every turn and drop the index."""
         self._turn_ids: list[str | None] = []
         self._lines: list[str] = []
-        self._documents: list[str] = []
-        self._terms: list[list[str]] = []  # analysed _documents[: len(_terms)]
+        # The dirty flag: documents ingested since the last rebuild, not yet analysed.
+        self._unindexed: list[str] = []
+        self._terms: list[list[str]] = []  # the analysed documents of the earlier turns
         self._index: Any = None  # bm25s.BM25, None when no document has a term
         self._indptr: list[int] = []  # the index's column pointers, as Python ints
-        self._stale = False
 
     def _analyse(self, text: str) -> list[str]:
         kept = [word for word in words(text) if word not in ENGLISH_STOPWORDS]
@@ -88,8 +87,8 @@ class BM25Memory:
         return stems
 
     def _rebuild(self) -> None:
-        self._terms.extend(self._analyse(doc) for doc in self._documents[len(self._terms) :])
-        self._stale = False
+        self._terms.extend(self._analyse(document) for document in self._unindexed)
+        self._unindexed = []
         if not any(self._terms):
             # bm25s cannot index a corpus without a single term.
             self._index = None
@@ -101,7 +100,7 @@ class BM25Memory:
 
     def _top(self, query: str, k: int) -> Sequence[tuple[int, float]]:
         """``(position, score)`` of the best ``k`` turns with a positive score, best first."""
-        if self._stale:
+        if self._unindexed:
             self._rebuild()
         if self._index is None or k < 1:
             return []
