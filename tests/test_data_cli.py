@@ -52,4 +52,6 @@ def test_malformed_and_bad_usage(tmp_path: Path, capsys: pytest.CaptureFixture[s
     assert main(["datasets", "longmemeval_s", "--path", str(path)]) == 1
     assert f"malformed: {path}" in capsys.readouterr().out
     assert main(["datasets", "nope"]) == 2
+    assert "unknown dataset(s) nope" in capsys.readouterr().err
     assert main(["datasets", "--path", str(path)]) == 2
+    assert "--path needs exactly one NAME" in capsys.readouterr().err

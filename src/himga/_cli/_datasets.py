@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 import warnings
 from typing import Any
 
@@ -43,16 +44,19 @@ def register(commands: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Print the report; exit code 1 if a dataset that resolved is malformed, 2 on bad usage."""
+    """Print the report; exit code 1 if a dataset that resolved is malformed, 2 on bad usage
+    (said on stderr)."""
     names: list[str] = args.names or list(DATASETS)
     unknown = [n for n in names if n not in DATASETS]
     if unknown:
         print(
-            f"himga datasets: unknown dataset(s) {', '.join(unknown)}; known: {', '.join(DATASETS)}"
+            f"himga datasets: unknown dataset(s) {', '.join(unknown)}; "
+            f"known: {', '.join(DATASETS)}",
+            file=sys.stderr,
         )
         return 2
     if args.path is not None and len(names) != 1:
-        print("himga datasets: --path needs exactly one NAME")
+        print("himga datasets: --path needs exactly one NAME", file=sys.stderr)
         return 2
     status = 0
     for name in names:
