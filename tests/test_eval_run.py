@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from himga.agent import BaseAgent
-from himga.data.schema import Message, Sample, Session
+from himga.data.schema import Category, Message, QAPair, Sample, Session
 from himga.eval import DuplicateQuestionError, EvalResult, arun_eval, compute_metrics, run_eval
 from himga.memory import NullMemory
 from tests.test_eval_support import RecordingMemory, ScriptedLLM, make_sample
@@ -143,6 +143,46 @@ def test_gold_data_never_reaches_memory_or_llm() -> None:
             assert not any(g in repr(argument) for g in gold), entry
     for call in llm.calls:
         assert not any(g in message["content"] for message in call for g in gold)
+
+
+def test_ids_that_name_the_gold_never_reach_memory_or_agent() -> None:
+    # LongMemEval's own ids: evidence sessions are "answer_...", and an
+    # abstention question's sample id ends in "_abs".
+    sessions = [
+        Session(
+            session_id=session_id,
+            messages=[
+                Message("user", f"I adopted a {pet} last week", turn_id=f"{session_id}:0"),
+                Message("assistant", "Congratulations!", turn_id=f"{session_id}:1"),
+            ],
+            date_str="2023/05/20 (Sat) 02:21",
+        )
+        for session_id, pet in (("sharegpt_x1", "parrot"), ("answer_f00d_1", "cat"))
+    ]
+    qa = QAPair(
+        question_id="e47becba_abs",
+        question="Which pet did I adopt?",
+        answer="a cat",
+        category=Category.SINGLE_SESSION_USER,
+        evidence=("answer_f00d_1",),
+        evidence_turns=("answer_f00d_1:0",),
+        adversarial=True,
+    )
+    sample = Sample("e47becba_abs", "longmemeval", sessions, [qa], question_date="2023/05/30")
+    memory = RecordingMemory()
+    seen_by_agent: list[Sample] = []
+
+    class SpyAgent(BaseAgent):
+        def ingest_sample(self, sample: Sample) -> None:
+            seen_by_agent.append(sample)
+            super().ingest_sample(sample)
+
+    [result] = run_eval([sample], agent=SpyAgent(memory=memory), show_progress=False)
+    assert "answer_" not in repr(memory.log)
+    assert not any(word in repr(seen_by_agent) for word in ("answer_", "_abs", "sharegpt"))
+    # the ranking comes back in the sample's ids: both "adopt" turns, in order
+    assert result.ranked_turn_ids == ("sharegpt_x1:0", "answer_f00d_1:0")
+    assert result.evidence_texts == ("I adopted a cat last week",)
 
 
 def test_arun_eval_runs_inside_a_running_loop() -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import hashlib
 import os
 import time
 from collections.abc import Iterable, Sequence
@@ -56,10 +57,30 @@ def run_fingerprint(agent: BaseAgent) -> dict[str, Any]:
     }
 
 
-def _conversation_only(sample: Sample) -> Sample:
-    # What the agent gets: the gold (questions, answers, evidence) and the
-    # auxiliary metadata are removed, so no agent or memory can read them.
-    return dataclasses.replace(sample, qa_pairs=(), metadata={})
+def _conversation_only(sample: Sample) -> tuple[Sample, dict[str, str]]:
+    """What the agent gets, and the map from its turn ids back to the sample's.
+
+    The gold (questions, answers, evidence) and the auxiliary metadata are
+    removed, and the sample, session and turn ids replaced by neutral ones
+    (``S<k>``, ``D<k>:<n>``, 1-based positions): LongMemEval's ids name the
+    gold -- evidence sessions are ``answer_...``, abstention questions ``..._abs``.
+    """
+    back: dict[str, str] = {}
+    sessions = []
+    for k, session in enumerate(sample.sessions, start=1):
+        messages = []
+        for n, message in enumerate(session.messages, start=1):
+            turn_id = None
+            if message.turn_id is not None:
+                turn_id = f"D{k}:{n}"
+                back[turn_id] = message.turn_id
+            messages.append(dataclasses.replace(message, turn_id=turn_id))
+        sessions.append(dataclasses.replace(session, session_id=f"S{k}", messages=messages))
+    neutral_id = hashlib.sha256(sample.sample_id.encode("utf-8")).hexdigest()[:16]
+    conversation = dataclasses.replace(
+        sample, sample_id=f"sample-{neutral_id}", sessions=sessions, qa_pairs=(), metadata={}
+    )
+    return conversation, back
 
 
 def _prepare(
@@ -72,7 +93,8 @@ def _prepare(
     """
     memory = agent.memory
     memory.reset()
-    agent.ingest_sample(_conversation_only(sample))
+    conversation, sample_turn_id = _conversation_only(sample)
+    agent.ingest_sample(conversation)
     search = memory.search if isinstance(memory, SearchableMemory) else None
     texts = {message.turn_id: message.content for _, message in sample.iter_turns()}
     prepared = []
@@ -81,7 +103,9 @@ def _prepare(
         context = agent.retrieve(qa.question)
         ranked = None
         if search is not None:
-            ranked = tuple(hit.turn_id for hit in search(qa.question, SEARCH_K))
+            # A hit naming no ingested turn cannot be evidence: None.
+            hits = search(qa.question, SEARCH_K)
+            ranked = tuple(sample_turn_id.get(hit.turn_id or "") for hit in hits)
         result = EvalResult(
             sample_id=sample.sample_id,
             question_id=qa.question_id,
@@ -214,7 +238,10 @@ def run_eval(
     """Evaluate ``agent`` on every question of ``samples``; one result per question, in order.
 
     Per sample: ``memory.reset()``, then the conversation is ingested once
-    (without its questions, answers, evidence or metadata), then each question is
+    (without its questions, answers, evidence or metadata, and under neutral
+    sample, session and turn ids -- ``S<k>``, ``D<k>:<n>`` -- since LongMemEval's
+    name the evidence; search hits are mapped back to the sample's turn ids),
+    then each question is
     retrieved -- and searched (k = 50) when the memory is a
     :class:`~himga.memory.SearchableMemory`. With an LLM the answers are
     requested concurrently, at most ``max_concurrency`` (default: the client's
