@@ -37,16 +37,19 @@ class ListMemory:
         self.lines = []
 
 
-class SimpleKeywordMemory:
-    """The seed's example: stores (message, session) pairs, returns lines sharing a word."""
+class SimpleKeywordMemory(BaseMemory):
+    """The seed's example, as written there: an explicit subclass with ordinary parameters.
+
+    Stores (message, session) pairs and returns the lines sharing a word with the query.
+    """
 
     def __init__(self) -> None:
         self._store: list[tuple[Message, Session]] = []
 
-    def ingest(self, message: Message, session: Session, /) -> None:
+    def ingest(self, message: Message, session: Session) -> None:
         self._store.append((message, session))
 
-    def retrieve(self, query: str, /) -> str:
+    def retrieve(self, query: str) -> str:
         words = set(query.lower().split())
         lines = [
             f"[{session.date_str}] {message.role}: {message.content}"
@@ -90,6 +93,15 @@ class ExtraParamsMemory(ListMemory):
         return separator.join(_matching(self.lines, query).splitlines()[-k:])
 
 
+class QueryHeaderMemory(ListMemory):
+    """Heads its latest lines with the query it was asked: echoing the query is no leak."""
+
+    def retrieve(self, query: str, /) -> str:
+        if not self.lines:
+            return ""
+        return f"Context for {query}:\n" + "\n".join(self.lines[-3:])
+
+
 class SubclassedMemory(BaseMemory):
     """Inherits from the protocol explicitly (the seed's 5.2 style), with its own names."""
 
@@ -119,6 +131,7 @@ LEGAL: dict[str, Callable[[], Any]] = {
     "SimpleKeywordMemory": SimpleKeywordMemory,
     "RandomSampleMemory": RandomSampleMemory,
     "LatestLinesMemory": LatestLinesMemory,
+    "QueryHeaderMemory": QueryHeaderMemory,
     "ExtraParamsMemory": ExtraParamsMemory,
     "SubclassedMemory": SubclassedMemory,
     "VarArgsMemory": VarArgsMemory,
@@ -235,6 +248,13 @@ class AlwaysHeader(ListMemory):
         return "Relevant memories:\n" + super().retrieve(query)
 
 
+class BlankQueryAnswered(ListMemory):
+    """Answers a blank query with a hint, even when it holds nothing."""
+
+    def retrieve(self, query: str, /) -> str:
+        return super().retrieve(query) if query.strip() else "(ask about something)"
+
+
 # -- broken: reuse-after-reset ----------------------------------------------------------
 
 
@@ -316,6 +336,7 @@ BROKEN: dict[str, tuple[Callable[[], Any], str]] = {
     "ResetOnlyHides": (ResetOnlyHides, "reset-clears"),
     "ResetKeepsLast": (ResetKeepsLast, "reset-clears"),
     "AlwaysHeader": (AlwaysHeader, "reset-clears"),
+    "BlankQueryAnswered": (BlankQueryAnswered, "reset-clears"),
     "ResetBreaksObject": (ResetBreaksObject, "reuse-after-reset"),
     "ClassLevelList": (ClassLevelList, "instance-isolation"),
     "MutableDefault": (MutableDefault, "instance-isolation"),

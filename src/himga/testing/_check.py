@@ -45,14 +45,16 @@ def query_specs(blank: bool = False) -> st.SearchStrategy[tuple[str, Any]]:
     )
 
 
-def _ops(*, instances: int, reset: bool, blank_queries: bool) -> st.SearchStrategy[list[_Op]]:
+def _ops(
+    *, instances: int, reset: bool, queries: st.SearchStrategy[tuple[str, Any]]
+) -> st.SearchStrategy[list[_Op]]:
     which = st.integers(min_value=0, max_value=instances - 1)
     session = st.integers(min_value=0, max_value=1)
     choices = [
         st.tuples(
             st.just("ingest"), which, st.sampled_from(["user", "assistant"]), texts(), session
         ),
-        st.tuples(st.just("retrieve"), which, query_specs(blank=blank_queries)),
+        st.tuples(st.just("retrieve"), which, queries),
     ]
     if reset:
         choices.append(st.tuples(st.just("reset"), which))
@@ -60,6 +62,10 @@ def _ops(*, instances: int, reset: bool, blank_queries: bool) -> st.SearchStrate
 
 
 _SESSIONS = st.lists(sessions(max_messages=1), min_size=1, max_size=2)
+_NON_BLANK = query_specs()
+_BLANK = query_specs(blank=True)
+# The output checks hold for blank queries too ("" on a fresh memory, no leaks).
+_ANY_QUERY = _NON_BLANK | _BLANK
 
 
 def resolve_query(harness: Harness, spec: tuple[str, Any]) -> str:
@@ -98,7 +104,7 @@ _Body = Callable[[Callable[[], Any], list[_Op], list[Session]], None]
 def _program(contract_id: str) -> tuple[_Body, st.SearchStrategy[list[_Op]]]:
     """The property for one contract and the strategy for its generated operations."""
     if contract_id == RETURNS_STR:
-        ops = _ops(instances=1, reset=False, blank_queries=False)
+        ops = _ops(instances=1, reset=False, queries=_NON_BLANK)
 
         def returns_str(factory: Callable[[], Any], ops: list[_Op], pool: list[Session]) -> None:
             harness = Harness(factory, frozenset({RETURNS_STR}))
@@ -109,7 +115,7 @@ def _program(contract_id: str) -> tuple[_Body, st.SearchStrategy[list[_Op]]]:
     if contract_id == EMPTY_QUERY:
         # No resets here: a crash after a reset is reuse-after-reset's, whose program
         # ends with a blank query after a reset.
-        ops = _ops(instances=1, reset=False, blank_queries=True)
+        ops = _ops(instances=1, reset=False, queries=_BLANK)
 
         def empty_query(factory: Callable[[], Any], ops: list[_Op], pool: list[Session]) -> None:
             harness = Harness(factory, frozenset({EMPTY_QUERY}))
@@ -120,22 +126,24 @@ def _program(contract_id: str) -> tuple[_Body, st.SearchStrategy[list[_Op]]]:
 
         return empty_query, ops
     if contract_id == RESET_CLEARS:
-        ops = _ops(instances=1, reset=True, blank_queries=False)
+        ops = _ops(instances=1, reset=True, queries=_ANY_QUERY)
 
         def reset_clears(factory: Callable[[], Any], ops: list[_Op], pool: list[Session]) -> None:
             harness = Harness(factory, frozenset({RESET_CLEARS}))
             harness.new_instance()
             _execute(harness, ops, pool, plant=True)
-            # Always end with the telling pattern: reset, probe, ingest anew, probe.
+            # Always end with the telling pattern: reset, probe (a blank query too),
+            # ingest anew, probe.
             harness.reset(0)
             _probe_canaries(harness)
+            harness.retrieve(0, "")
             content = f"after reset {harness.new_canary(0)}"
             harness.ingest(0, Message(role="user", content=content), pool[0])
             _probe_canaries(harness)
 
         return reset_clears, ops
     if contract_id == REUSE:
-        ops = _ops(instances=1, reset=True, blank_queries=False)
+        ops = _ops(instances=1, reset=True, queries=_NON_BLANK)
 
         def reuse(factory: Callable[[], Any], ops: list[_Op], pool: list[Session]) -> None:
             harness = Harness(factory, frozenset({REUSE}))
@@ -153,7 +161,7 @@ def _program(contract_id: str) -> tuple[_Body, st.SearchStrategy[list[_Op]]]:
 
         return reuse, ops
     if contract_id == ISOLATION:
-        ops = _ops(instances=2, reset=True, blank_queries=False)
+        ops = _ops(instances=2, reset=True, queries=_ANY_QUERY)
 
         def isolation(factory: Callable[[], Any], ops: list[_Op], pool: list[Session]) -> None:
             harness = Harness(factory, frozenset({ISOLATION}))

@@ -1,10 +1,12 @@
 """Calls memories, records every call as a reproducer line, and checks each result.
 
 Leaks are found with canary tokens: every ingested message in a leak check
-carries a token no other message has, and the harness knows which instance
-ingested it and whether that instance was reset since. A token in an output is
-therefore legal only if the same instance ingested it after its last reset --
-whatever the memory deems relevant, and however random its output.
+carries two tokens no other message has -- a key the kit queries for and a
+secret it never queries for -- and the harness knows which instance ingested
+them and whether that instance was reset since. A token in an output is
+therefore legal only if the same instance ingested it after its last reset, or
+if the query itself holds it (a memory may echo its query) -- whatever the
+memory deems relevant, and however random its output.
 """
 
 from __future__ import annotations
@@ -20,7 +22,8 @@ from himga.testing._contracts import ContractViolation
 
 __all__ = ["CANARY", "Harness"]
 
-CANARY = re.compile(r"zq\d+c\d+xq")
+# Keys are zq<run>c<n>xq, secrets zq<run>s<n>xq.
+CANARY = re.compile(r"zq\d+[cs]\d+xq")
 # A fresh salt per run keeps tokens unique across runs, so a token that survived in
 # class- or module-level state from an earlier run is recognised as foreign.
 _RUNS = itertools.count(1)
@@ -104,19 +107,24 @@ class Harness:
         return index
 
     def new_canary(self, index: int) -> str:
-        """A token never used before, to be ingested by instance ``index``."""
-        token = f"zq{self._run}c{len(self._canaries) + 1}xq"
-        self._canaries.append(token)
-        self._owner[token] = index
-        return token
+        """A key and a secret never used before, ``"<key> <secret>"``, for instance ``index``.
+
+        Queries ask for the key; the secret is never queried, so a memory that
+        echoes its query cannot make it appear.
+        """
+        n = len(self._canaries) + 1
+        key, secret = f"zq{self._run}c{n}xq", f"zq{self._run}s{n}xq"
+        self._canaries.append(key)
+        self._owner[key] = self._owner[secret] = index
+        return f"{key} {secret}"
 
     def canary(self, k: int, fallback: str) -> str:
-        """The ``k``-th token handed out so far (cyclically), ``fallback`` if none was."""
+        """The ``k``-th key handed out so far (cyclically), ``fallback`` if none was."""
         return self._canaries[k % len(self._canaries)] if self._canaries else fallback
 
     @property
     def canaries(self) -> list[str]:
-        """Every token handed out so far, in order."""
+        """Every key handed out so far, in order."""
         return list(self._canaries)
 
     def content(self, k: int, fallback: str) -> str:
@@ -151,14 +159,15 @@ class Harness:
             blame = self._blame(index, "retrieve", (query,))
             self._fail(blame, f"retrieve returned {type(output).__name__}, not str")
         self.trace[-1] += f"  # -> {_show(output)}"
-        self._check_output(index, output)
+        self._check_output(index, output, query)
         return output
 
     # -- the checks -------------------------------------------------------------
 
-    def _check_output(self, index: int, output: str) -> None:
+    def _check_output(self, index: int, output: str, query: str) -> None:
         me = f"m{index + 1}"
-        tokens = CANARY.findall(output)
+        # A token the query holds may be an echo of the query: the secret shows leaks.
+        tokens = [token for token in CANARY.findall(output) if token not in query]
         unknown = [token for token in tokens if token not in self._owner]
         if unknown and self._checks & {RESET_CLEARS, ISOLATION}:
             self._fail(
