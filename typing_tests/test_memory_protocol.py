@@ -32,6 +32,16 @@ class OwnNames:
     def reset(self) -> None: ...
 
 
+class RenamedPlain:
+    """mypy ignores protocol parameter names even when they are not positional-only."""
+
+    def ingest(self, msg: Message, sess: Session) -> None: ...
+    def retrieve(self, question: str) -> str:
+        return ""
+
+    def reset(self) -> None: ...
+
+
 class ExtraOptional:
     def ingest(self, message: Message, session: Session, weight: float = 1.0) -> None: ...
     def retrieve(self, query: str, /, k: int = 5, *, separator: str = "\n") -> str:
@@ -56,6 +66,7 @@ class Searchable(Plain):
 null: BaseMemory = NullMemory()
 plain: BaseMemory = Plain()
 own_names: BaseMemory = OwnNames()
+renamed_plain: BaseMemory = RenamedPlain()
 extra_optional: BaseMemory = ExtraOptional()
 explicit: BaseMemory = Explicit()
 searchable: SearchableMemory = Searchable()

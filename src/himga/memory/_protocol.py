@@ -16,10 +16,12 @@ class BaseMemory(Protocol):
     """What the agent and the evaluation need from a memory -- nothing more.
 
     Structural: a class conforms by having these methods; it need not inherit
-    (subclassing explicitly also works). The parameters are positional-only
-    because the type checker does not compare parameter names of protocol
-    members, so callers (the agent, the evaluation, the conformance kit) always
-    pass arguments positionally and an implementation may name them freely.
+    (subclassing explicitly also works). mypy does not compare the parameter
+    names of protocol members, so a keyword call such as ``retrieve(query=...)``
+    would type-check yet fail on an implementation that names the parameter
+    otherwise. The parameters are therefore positional-only: mypy rejects keyword
+    calls, callers (the agent, the evaluation, the conformance kit) pass
+    arguments positionally, and an implementation may name them freely.
 
     The behavioural contract is checked by :func:`himga.testing.check_memory`
     under stable ids: ``protocol-shape``, ``retrieve-returns-str``,
