@@ -139,8 +139,10 @@ def test_missing_sdk_names_the_extra(provider: str, monkeypatch: pytest.MonkeyPa
 
 
 def test_invalid_settings_are_rejected(server: FakeLLMServer) -> None:
-    with pytest.raises(ValueError, match="max_concurrency"):
+    with pytest.raises(LLMConfigError, match="max_concurrency"):
         _client(server, "openai", max_concurrency=0)
+    with pytest.raises(LLMConfigError, match="timeout"):
+        _client(server, "anthropic", timeout=0)
     with pytest.raises(LLMConfigError, match="rejects sampling parameters"):
         _client(server, "anthropic", temperature=0.0)
     with pytest.raises(LLMConfigError, match="temperature"):

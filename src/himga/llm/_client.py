@@ -15,7 +15,7 @@ from collections.abc import AsyncGenerator, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from himga.llm._errors import LLMError
+from himga.llm._errors import LLMConfigError, LLMError
 from himga.llm._protocol import ChatMessage, Completion
 from himga.llm._usage import TokenUsage, UsageCounter
 
@@ -57,17 +57,17 @@ class SDKClient(ABC):
         max_tokens: int,
     ) -> None:
         if not api_key:
-            raise ValueError("api_key must be a non-empty string")
+            raise LLMConfigError("api_key must be a non-empty string")
         if not model:
-            raise ValueError("model must be a non-empty string")
+            raise LLMConfigError("model must be a non-empty string")
         if max_concurrency < 1:
-            raise ValueError(f"max_concurrency must be >= 1, got {max_concurrency!r}")
+            raise LLMConfigError(f"max_concurrency must be >= 1, got {max_concurrency!r}")
         if max_retries < 0:
-            raise ValueError(f"max_retries must be >= 0, got {max_retries!r}")
+            raise LLMConfigError(f"max_retries must be >= 0, got {max_retries!r}")
         if timeout <= 0:
-            raise ValueError(f"timeout must be > 0 seconds, got {timeout!r}")
+            raise LLMConfigError(f"timeout must be > 0 seconds, got {timeout!r}")
         if max_tokens < 1:
-            raise ValueError(f"max_tokens must be >= 1, got {max_tokens!r}")
+            raise LLMConfigError(f"max_tokens must be >= 1, got {max_tokens!r}")
         self._check_temperature(temperature)
         self._sdk_module = self._import_sdk()
         # The SDK's base exception for failed requests (``anthropic.APIError``, ...).
