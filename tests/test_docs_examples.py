@@ -140,3 +140,32 @@ def test_example_runs(
 def test_every_doc_file_is_scanned() -> None:
     assert (PROJECT_ROOT / "docs" / "memory.md") in DOCS
     assert all(os.path.isfile(path) for path in DOCS)
+
+
+# Any fence that looks like Python: indented, ~~~, py / python3 / pycon, any case.
+_PYTHON_LIKE_FENCE = re.compile(
+    r"^[ \t]*(?:```|~~~)[ \t]*\{?\.?(?:python3?|py|pycon)\b", re.MULTILINE | re.IGNORECASE
+)
+
+
+@pytest.mark.parametrize("path", DOCS, ids=[path.name for path in DOCS])
+def test_every_python_fence_is_collected(path: Path) -> None:
+    # A fence the block pattern misses would be silently skipped, not executed.
+    text = path.read_text(encoding="utf-8")
+    assert len(_PYTHON_LIKE_FENCE.findall(text)) == len(_blocks(path)), (
+        f"{path.name}: write Python examples as a ```python fence at the start of a line"
+    )
+
+
+def test_blocks_run_in_order_and_a_raising_one_fails(tmp_path: Path) -> None:
+    page = tmp_path / "page.md"
+    page.write_text("```python\nx = 1\n```\n\n```console\n$ ls\n```\n\n```python\nx += 1\n```\n")
+    assert [block.source for block in _blocks(page)] == ["x = 1\n", "x += 1\n"]
+    run = _FileRun(namespace={}, directory=tmp_path, environment={})
+    for index, source in enumerate(["x = 1\n", "x += 1\n", "raise ValueError(x)\n"]):
+        block = Block(DOCS[0], index, 1, source)
+        if index < 2:
+            _execute(block, run)
+        else:
+            with pytest.raises(ValueError, match="2"):
+                _execute(block, run)

@@ -60,6 +60,16 @@ def test_deleting_a_contract_test_is_rejected() -> None:
             test_instance_isolation = None  # type: ignore[assignment]
 
 
+def test_replacing_the_shared_check_is_rejected() -> None:
+    with pytest.raises(TypeError, match=r"must not replace MemoryContract\._check"):
+
+        class Sneaky(MemoryContract):
+            factory = ListMemory
+
+            def _check(self, contract_id: str) -> None:
+                pass
+
+
 def test_xfail_without_reason_is_rejected() -> None:
     with pytest.raises(TypeError, match="test_reuse_after_reset"):
 

@@ -34,8 +34,9 @@ class MemoryContract:
     ``max_examples`` of the Hypothesis profile in force when the test runs.
 
     Opting out of a contract must be explicit: a subclass that replaces or
-    removes a contract test without ``@pytest.mark.xfail(reason=...)`` is
-    rejected with a ``TypeError`` when the class is defined.
+    removes a contract test without ``@pytest.mark.xfail(reason=...)``, or
+    replaces the ``_check`` they all run through, is rejected with a
+    ``TypeError`` when the class is defined.
     """
 
     factory: ClassVar[Callable[[], Any]]
@@ -43,6 +44,9 @@ class MemoryContract:
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
+        if inspect.getattr_static(cls, "_check") is not MemoryContract.__dict__["_check"]:
+            # Every contract test runs through _check: replacing it opts out of them all.
+            raise TypeError(f"{cls.__qualname__} must not replace MemoryContract._check")
         for contract in CONTRACTS:
             name = _test_name(contract.id)
             member = inspect.getattr_static(cls, name, None)
