@@ -132,6 +132,19 @@ def test_key_never_in_repr(provider: str, server: FakeLLMServer) -> None:
 
 
 @pytest.mark.parametrize("provider", PROVIDERS)
+def test_credentials_in_the_base_url_stay_out_of_repr_and_errors(provider: str) -> None:
+    with FakeLLMServer(faults=[400]) as server:
+        host = server.base_url.removeprefix("http://")
+        url = _url(server, provider).replace("http://", "http://proxy-user:url-secret@")
+        client = get_client(provider, api_key=SECRET, base_url=url)
+        with pytest.raises(LLMError) as failure:
+            client.chat(_user("hello"))
+    for text in (repr(client), str(failure.value)):
+        assert "url-secret" not in text
+        assert host in text
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
 def test_missing_sdk_names_the_extra(provider: str, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, provider, None)  # what an uninstalled package looks like
     with pytest.raises(MissingExtraError, match=rf"pip install 'himga\[{provider}\]'"):

@@ -15,12 +15,12 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
 
 import himga
 from himga.agent import BaseAgent, prompt_hashes
 from himga.eval import EvalResult, JudgeScores, batch_judge, compute_metrics, run_eval
 from himga.eval._ranking import RANK_KS
+from himga.llm._client import public_url
 
 __all__ = ["register", "run"]
 
@@ -233,24 +233,14 @@ def _checksum(path: Path) -> str:
     return digest.hexdigest()
 
 
-def _public_url(url: str | None) -> str | None:
-    """``url`` without user info, query or fragment: nothing secret goes into a manifest."""
-    if url is None:
-        return None
-    parts = urlsplit(url)
-    host = parts.hostname or ""
-    if parts.port is not None:
-        host = f"{host}:{parts.port}"
-    return urlunsplit((parts.scheme, host, parts.path, "", ""))
-
-
 def _describe_llm(llm: Any, concurrency: int | None) -> dict[str, Any] | None:
     if llm is None:
         return None
+    base_url = getattr(llm, "base_url", None)
     return {
         "provider": llm.provider,
         "model": llm.model,
-        "base_url": _public_url(getattr(llm, "base_url", None)),
+        "base_url": public_url(base_url) if isinstance(base_url, str) else None,
         "temperature": getattr(llm, "temperature", None),
         "max_retries": getattr(llm, "max_retries", None),
         "max_concurrency": concurrency or llm.max_concurrency,

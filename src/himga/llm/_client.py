@@ -14,12 +14,13 @@ from abc import ABC, abstractmethod
 from collections.abc import AsyncGenerator, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
+from urllib.parse import urlsplit, urlunsplit
 
 from himga.llm._errors import LLMConfigError, LLMError
 from himga.llm._protocol import ChatMessage, Completion
 from himga.llm._usage import TokenUsage, UsageCounter
 
-__all__ = ["SDKClient", "check_roles"]
+__all__ = ["SDKClient", "check_roles", "public_url"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,7 +88,7 @@ class SDKClient(ABC):
 
     def __repr__(self) -> str:
         return (
-            f"{type(self).__name__}(model={self._model!r}, base_url={self.base_url!r}, "
+            f"{type(self).__name__}(model={self._model!r}, base_url={public_url(self.base_url)!r}, "
             f"max_concurrency={self._max_concurrency}, max_retries={self.max_retries})"
         )
 
@@ -221,7 +222,7 @@ class SDKClient(ABC):
         detail = str(exc).replace(self._api_key, "***")
         what = f"HTTP {status}" if isinstance(status, int) else type(exc).__name__
         return LLMError(
-            f"{self.provider} call to model {self._model!r} at {self.base_url} failed "
+            f"{self.provider} call to model {self._model!r} at {public_url(self.base_url)} failed "
             f"(max_retries={self.max_retries}): {what}: {detail}",
             provider=self.provider,
             model=self._model,
@@ -269,3 +270,12 @@ def check_roles(messages: Sequence[ChatMessage], allowed: frozenset[str]) -> Non
             raise ValueError(
                 f"messages[{i}]: role {message['role']!r} is not one of {sorted(allowed)}"
             )
+
+
+def public_url(url: str) -> str:
+    """``url`` without user info, query or fragment, which may hold credentials."""
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    if parts.port is not None:
+        host = f"{host}:{parts.port}"
+    return urlunsplit((parts.scheme, host, parts.path, "", ""))
