@@ -85,6 +85,11 @@ def test_aanswer_reports_usage_and_uses_the_given_context() -> None:
     assert memory.calls("retrieve") == []
 
 
+def test_a_reply_budget_below_one_token_is_refused_up_front() -> None:
+    with pytest.raises(ValueError, match="max_tokens must be >= 1, got 0"):
+        BaseAgent(memory=NullMemory(), llm=ScriptedLLM(), max_tokens=0)
+
+
 def test_answering_without_an_llm_is_a_clear_error() -> None:
     agent = BaseAgent(memory=NullMemory())
     with pytest.raises(NoLLMError, match="llm"):

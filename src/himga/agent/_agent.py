@@ -85,6 +85,8 @@ class BaseAgent:
     def __init__(
         self, memory: BaseMemory, llm: LLMClient | None = None, *, max_tokens: int = 128
     ) -> None:
+        if max_tokens < 1:
+            raise ValueError(f"max_tokens must be >= 1, got {max_tokens!r}")
         self._memory = memory
         self._llm = llm
         self._max_tokens = max_tokens
