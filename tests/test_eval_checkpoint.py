@@ -9,7 +9,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import pytest
@@ -143,6 +143,18 @@ def test_answer_settings_are_part_of_the_configuration(tmp_path: Path) -> None:
             agent=BaseAgent(memory=NullMemory(), llm=ScriptedLLM(), max_tokens=32),
             checkpoint=path,
             show_progress=False,
+        )
+
+
+def test_a_checkpoint_of_another_dataset_version_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "run.jsonl"
+    sample = make_sample("a", questions=2)
+    run_eval([sample], agent=BaseAgent(memory=NullMemory()), checkpoint=path, show_progress=False)
+    first, second = sample.qa_pairs
+    revised = replace(sample, qa_pairs=[first, replace(second, answer="a corrected answer")])
+    with pytest.raises(CheckpointMismatchError, match=r"run\.jsonl: sample 'a' question 'a-q1'"):
+        run_eval(
+            [revised], agent=BaseAgent(memory=NullMemory()), checkpoint=path, show_progress=False
         )
 
 

@@ -15,7 +15,7 @@ from tqdm.auto import tqdm
 
 from himga.agent._agent import BaseAgent, prompt_hashes
 from himga.data.schema import QAPair, Sample
-from himga.eval._checkpoint import Checkpoint
+from himga.eval._checkpoint import Checkpoint, CheckpointMismatchError
 from himga.eval._result import EvalResult
 from himga.llm._protocol import ChatMessage
 from himga.memory._protocol import SearchableMemory
@@ -125,6 +125,18 @@ def _prepare(
     return prepared
 
 
+def _check_resumed(store: Checkpoint | None, stored: EvalResult, qa: QAPair) -> None:
+    """Refuse a recorded result whose question is not ``qa`` as now loaded."""
+    recorded = (stored.question, stored.answer, stored.category, stored.evidence_turns)
+    loaded = (qa.question, qa.answer, qa.category, tuple(qa.evidence_turns))
+    if store is not None and recorded != loaded:
+        raise CheckpointMismatchError(
+            f"{store.path}: sample {stored.sample_id!r} question {stored.question_id!r} was "
+            "recorded with another question, answer, category or evidence (another dataset "
+            "version?); use another checkpoint file"
+        )
+
+
 async def _answer(
     agent: BaseAgent, result: EvalResult, prompt: list[ChatMessage], slots: asyncio.Semaphore
 ) -> EvalResult:
@@ -203,6 +215,7 @@ async def arun_eval(
                 seen.add(key)
                 order.append(key)
                 if key in finished:
+                    _check_resumed(store, finished[key], qa)
                     progress.update(1)
                 else:
                     pending.append(qa)
@@ -258,7 +271,9 @@ def run_eval(
     provider, model, temperature, answer ``max_tokens``, prompt hashes); a rerun
     under another raises :class:`~himga.eval.CheckpointMismatchError`. Two
     memories of one class without their own ``__repr__`` count as the same
-    configuration, whatever their parameters. Raises
+    configuration, whatever their parameters. A recorded result whose question,
+    answer, category or evidence differ from the sample's is refused the same
+    way (another dataset version). Raises
     :class:`DuplicateQuestionError` when two questions share a
     ``(sample_id, question_id)``.
     """
