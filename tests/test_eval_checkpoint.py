@@ -174,7 +174,7 @@ _CHILD = """
 import sys
 from himga.agent import BaseAgent
 from himga.eval import run_eval
-from tests.test_eval_support import RecordingMemory, ScriptedLLM, make_result, make_sample
+from tests.test_eval_support import RecordingMemory, ScriptedLLM, make_sample
 
 samples = [make_sample(f"s{i}", questions=10) for i in range(10)]
 llm = ScriptedLLM(delay=float(sys.argv[2]), max_concurrency=4)
