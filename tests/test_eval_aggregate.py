@@ -15,6 +15,36 @@ from himga.eval.metrics import locomo_f1
 from tests.test_eval_support import make_result
 
 
+def test_an_abstention_explanation_is_not_scored_as_an_answer() -> None:
+    explanation = "You did not mention this information. You mentioned Paris but not Rome."
+    results = [
+        make_result(
+            question_id="1",
+            dataset="longmemeval",
+            category=Category.MULTI_SESSION,
+            answer="Paris",
+            prediction="Paris",
+        ),
+        make_result(
+            question_id="2",
+            dataset="longmemeval",
+            category=Category.MULTI_SESSION,
+            adversarial=True,
+            answer=explanation,
+            prediction="That was never mentioned.",
+        ),
+    ]
+    block = compute_metrics(results)["by_category"]["multi-session"]
+    assert (block["answered"], block["f1"], block["bleu1"], block["exact_match"]) == (
+        2,
+        1.0,
+        1.0,
+        1.0,
+    )
+    abstention = compute_metrics(results[1:])["overall"]
+    assert (abstention["f1"], abstention["bleu1"], abstention["exact_match"]) == (None,) * 3
+
+
 def test_overall_excludes_adversarial_and_the_other_aggregate_includes_it() -> None:
     results = [
         make_result(question_id="1", prediction="Paris"),
@@ -33,7 +63,10 @@ def test_overall_excludes_adversarial_and_the_other_aggregate_includes_it() -> N
     assert metrics["overall_with_adversarial"]["f1"] == pytest.approx((1.0 + 0.5 + 1.0) / 3)
     assert set(metrics["by_category"]) == {"single-hop", "multi-hop", "adversarial"}
     assert metrics["by_category"]["multi-hop"]["f1"] == locomo_f1("x", "x, y", 1)
-    assert metrics["by_category"]["adversarial"]["exact_match"] == 0.0
+    # the adversarial gold is a distractor: no BLEU or exact match against it
+    assert metrics["by_category"]["adversarial"]["exact_match"] is None
+    assert metrics["by_category"]["adversarial"]["bleu1"] is None
+    assert metrics["overall_with_adversarial"]["exact_match"] == pytest.approx((1.0 + 0.0) / 2)
     assert metrics["counts"] == {
         "questions": 3,
         "answered": 3,

@@ -36,10 +36,22 @@ def context_containment(result: EvalResult) -> float | None:
     return sum(text in context for text in texts) / len(texts)
 
 
-def _f1(result: EvalResult, prediction: str) -> float:
+def _f1(result: EvalResult, prediction: str) -> float | None:
     if result.category.locomo_code is not None:
         return locomo_f1(prediction, result.answer, result.category)
+    if result.adversarial:
+        return None  # the gold explains why there is no answer; it is not one
     return token_f1(prediction, result.answer)
+
+
+def _bleu1(result: EvalResult, prediction: str) -> float | None:
+    # An unanswerable question's gold is a distractor (LoCoMo) or an
+    # explanation (LongMemEval): overlap with it is no measure of a right answer.
+    return None if result.adversarial else bleu1(prediction, result.answer)
+
+
+def _exact_match(result: EvalResult, prediction: str) -> float | None:
+    return None if result.adversarial else exact_match(prediction, result.answer)
 
 
 def _mean(values: Sequence[float]) -> float | None:
@@ -54,13 +66,14 @@ def _block(results: Sequence[EvalResult], judge: dict[int, float]) -> dict[str, 
         "answered": len(answered),
         "errors": sum(r.error is not None for r in results),
     }
-    answer_metrics: dict[str, Callable[[EvalResult, str], float]] = {
+    answer_metrics: dict[str, Callable[[EvalResult, str], float | None]] = {
         "f1": _f1,
-        "bleu1": lambda r, p: bleu1(p, r.answer),
-        "exact_match": lambda r, p: exact_match(p, r.answer),
+        "bleu1": _bleu1,
+        "exact_match": _exact_match,
     }
     for name, metric in answer_metrics.items():
-        block[name] = _mean([metric(r, r.prediction) for r in answered if r.prediction is not None])
+        values = [metric(r, r.prediction) for r in answered if r.prediction is not None]
+        block[name] = _mean([value for value in values if value is not None])
     judged = [judge[i] for i in range(len(results)) if i in judge]
     block["judged"] = len(judged)
     block["judge"] = _mean(judged)
@@ -112,7 +125,10 @@ def compute_metrics(
 
     Each block has ``questions``, ``answered``, ``errors``; answer metrics over
     the answered questions -- ``f1`` (:func:`~himga.eval.metrics.locomo_f1` for
-    LoCoMo categories, plain token F1 otherwise), ``bleu1``, ``exact_match``, and
+    LoCoMo categories, plain token F1 otherwise), ``bleu1``, ``exact_match``
+    (unanswerable questions -- ``adversarial`` -- take part only in LoCoMo's
+    ``f1``, whose official rule for them ignores the gold: their gold is a
+    distractor or an explanation, not an answer to match), and
     ``judge`` (mean judge score over the ``judged`` questions); context
     containment over the ``with_evidence`` questions -- ``context_recall`` (mean
     fraction of evidence turns found in the context), ``context_recall_any``,
