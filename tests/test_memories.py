@@ -148,12 +148,15 @@ def test_full_context_is_every_line_in_order(
     turns: list[tuple[Message, Session]], query: str
 ) -> None:
     memory = FullContextMemory()
-    ingest_all(memory, turns)
     expected = [
         f"[{s.date_str}] {m.role}: {m.content}" if s.date_str else f"{m.role}: {m.content}"
         for m, s in turns
     ]
-    assert memory.retrieve(query) == "\n".join(expected)
+    assert memory.retrieve(query) == ""
+    for count, (message, session) in enumerate(turns, start=1):
+        memory.ingest(message, session)
+        # retrieving between ingests must not leave a stale context behind
+        assert memory.retrieve(query) == "\n".join(expected[:count])
 
 
 @given(
