@@ -48,7 +48,11 @@ def test_offline_run_prints_recall_table_and_writes_the_run_directory(
     assert {r["sample_id"] for r in results} == {"conv-26"}
     locomo = data_dir / "locomo" / "locomo10.json"
     assert manifest["dataset"]["sha256"] == hashlib.sha256(locomo.read_bytes()).hexdigest()
-    assert manifest["memory"] == {"spec": "keyword", "class": "himga.memory._keyword:KeywordMemory"}
+    assert manifest["memory"] == {
+        "spec": "keyword",
+        "class": "himga.memory._keyword:KeywordMemory",
+        "repr": None,  # KeywordMemory defines no __repr__
+    }
     assert manifest["llm"] is None
     assert set(manifest["prompt_hashes"]["answer"]) == {
         "answer_with_context",

@@ -20,6 +20,7 @@ import himga
 from himga.agent import BaseAgent, prompt_hashes
 from himga.eval import EvalResult, JudgeScores, batch_judge, compute_metrics, run_eval
 from himga.eval._ranking import RANK_KS
+from himga.eval._run import memory_config
 from himga.llm._client import public_url
 
 __all__ = ["register", "run"]
@@ -178,6 +179,7 @@ def _evaluate(args: argparse.Namespace) -> int:
         "memory": {
             "spec": args.memory,
             "class": f"{type(memory).__module__}:{type(memory).__qualname__}",
+            "repr": memory_config(memory),
         },
         "llm": _describe_llm(llm, args.concurrency),
         "prompt_hashes": {"answer": prompt_hashes()},

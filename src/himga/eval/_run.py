@@ -20,7 +20,14 @@ from himga.eval._result import EvalResult
 from himga.llm._protocol import ChatMessage
 from himga.memory._protocol import SearchableMemory
 
-__all__ = ["SEARCH_K", "DuplicateQuestionError", "arun_eval", "run_eval", "run_fingerprint"]
+__all__ = [
+    "SEARCH_K",
+    "DuplicateQuestionError",
+    "arun_eval",
+    "memory_config",
+    "run_eval",
+    "run_fingerprint",
+]
 
 SEARCH_K = 50
 
@@ -29,7 +36,7 @@ class DuplicateQuestionError(ValueError):
     """Two questions of the evaluated samples share ``(sample_id, question_id)``."""
 
 
-def _memory_config(memory: object) -> str | None:
+def memory_config(memory: object) -> str | None:
     """``repr(memory)`` when its class defines one (a dataclass's names its fields).
 
     ``object.__repr__`` only names an address, different in every process, so a
@@ -48,7 +55,7 @@ def run_fingerprint(agent: BaseAgent) -> dict[str, Any]:
     return {
         "agent": f"{type(agent).__module__}:{type(agent).__qualname__}",
         "memory": f"{memory.__module__}:{memory.__qualname__}",
-        "memory_repr": _memory_config(agent.memory),
+        "memory_repr": memory_config(agent.memory),
         "provider": None if llm is None else llm.provider,
         "model": None if llm is None else llm.model,
         "temperature": temperature if isinstance(temperature, (int, float)) else None,
