@@ -301,6 +301,28 @@ def test_bm25_retrieve_is_the_top_k_in_conversation_order() -> None:
     assert [hit.turn_id for hit in top] == ["D1:3", "D1:4"]
     assert memory.retrieve("apple") == "\n".join(hit.text for hit in top)
     assert [hit.turn_id for hit in memory.search("apple", 10)] == ["D1:3", "D1:4", "D1:1"]
+    # the best turn comes later in the conversation than the second best
+    memory = BM25Memory(k=2)
+    say(memory, "apple tart with apple", "nothing", "apple apple apple", "apple pie", "pear")
+    top = memory.search("apple", 2)
+    assert [hit.turn_id for hit in top] == ["D1:3", "D1:1"]
+    assert memory.retrieve("apple") == f"{top[1].text}\n{top[0].text}"
+
+
+@given(
+    docs=st.lists(st.lists(st.sampled_from(VOCABULARY), max_size=6), min_size=1, max_size=12),
+    query=st.lists(st.sampled_from(VOCABULARY), min_size=1, max_size=3),
+    k=st.integers(min_value=1, max_value=15),
+)
+def test_bm25_retrieve_is_search_in_conversation_order(
+    docs: list[list[str]], query: list[str], k: int
+) -> None:
+    memory = BM25Memory(k=k)
+    for i, doc in enumerate(docs):
+        memory.ingest(Message("Ann", " ".join(doc), f"D1:{i:02}"), SESSION)
+    hits = memory.search(" ".join(query), k)
+    in_order = sorted(hits, key=lambda hit: str(hit.turn_id))  # zero-padded: sorts by position
+    assert memory.retrieve(" ".join(query)) == "\n".join(hit.text for hit in in_order)
 
 
 def index_of(memory: BM25Memory) -> object:
