@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from typing import Any, ClassVar
 
 from himga._extras import require
-from himga.llm._client import SDKClient, check_roles
+from himga.llm._client import SDKClient, check_roles, public_url
 from himga.llm._errors import LLMConfigError, LLMError
 from himga.llm._protocol import ChatMessage, Completion
 
@@ -71,7 +71,7 @@ class OpenAIClient(SDKClient):
             )
         usage = reply.usage
         if usage is None:
-            _log.warning("%s reported no token usage; counting 0 tokens", self.base_url)
+            _log.warning("%s reported no token usage; counting 0 tokens", public_url(self.base_url))
         return Completion(
             text=text,
             input_tokens=usage.prompt_tokens if usage is not None else 0,
