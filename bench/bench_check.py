@@ -79,24 +79,35 @@ def _mutants() -> tuple[dict[str, tuple[Callable[[], Any], str]], dict[str, Call
     return mutants.BROKEN, mutants.LEGAL
 
 
-def _mutation_score(rounds: int, max_examples: int) -> tuple[int, int, int, int]:
-    """(runs naming the intended id, broken runs, legal runs flagged, legal runs)."""
+def _mutation_score(rounds: int, max_examples: int) -> tuple[int, int, int, int, list[str]]:
+    """(runs naming the intended id, broken runs, legal runs flagged, legal runs, misses).
+
+    A miss is ``"<memory>: <verdict>"``, the verdict being the id reported
+    instead of the intended one, ``passed`` for a broken memory that went
+    unflagged, or the id a legal memory was flagged under.
+    """
     broken, legal = _mutants()
     right = 0
-    for factory, contract_id in broken.values():
+    misses: list[str] = []
+    for name, (factory, contract_id) in broken.items():
         for _ in range(rounds):
             try:
                 check_memory(factory, max_examples=max_examples)
             except ContractViolation as violation:
                 right += violation.contract_id == contract_id
+                if violation.contract_id != contract_id:
+                    misses.append(f"{name}: {violation.contract_id}")
+            else:
+                misses.append(f"{name}: passed")
     false_alarms = 0
-    for factory in legal.values():
+    for name, factory in legal.items():
         for _ in range(rounds):
             try:
                 check_memory(factory, max_examples=max_examples)
-            except ContractViolation:
+            except ContractViolation as violation:
                 false_alarms += 1
-    return right, len(broken) * rounds, false_alarms, len(legal) * rounds
+                misses.append(f"{name}: {violation.contract_id}")
+    return right, len(broken) * rounds, false_alarms, len(legal) * rounds, misses
 
 
 def main() -> None:
@@ -136,8 +147,13 @@ def main() -> None:
     print("| max_examples | broken flagged under the right id | legal memories flagged |")
     print("|---:|---:|---:|")
     for examples in (25, DEFAULT_MAX_EXAMPLES):
-        right, runs, alarms, legal_runs = _mutation_score(args.rounds, examples)
-        scores[examples] = {"right_id": right, "runs": runs, "false_alarms": alarms}
+        right, runs, alarms, legal_runs, misses = _mutation_score(args.rounds, examples)
+        scores[examples] = {
+            "right_id": right,
+            "runs": runs,
+            "false_alarms": alarms,
+            "misses": misses,
+        }
         print(f"| {examples} | {right}/{runs} ({right / runs:.0%}) | {alarms}/{legal_runs} |")
     print()
     manifest = {

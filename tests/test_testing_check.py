@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import itertools
 import pickle
 import subprocess
@@ -20,6 +21,7 @@ from himga.testing import (
     check_contract,
     check_memory,
 )
+from himga.testing._contracts import check_protocol_shape
 from tests.mutants import BROKEN, LEGAL, ListMemory, ResetOnlyHides
 
 # The profile of the suite (dev: 25, ci: 100) sets how hard the kit searches here.
@@ -109,6 +111,32 @@ def test_protocol_shape_names_method_and_parameter_before_running_anything(
 def test_protocol_shape_accepts_extra_optional_and_variadic_parameters() -> None:
     for name in ("ExtraParamsMemory", "VarArgsMemory", "SubclassedMemory"):
         check_contract(LEGAL[name], "protocol-shape")
+
+
+def test_protocol_shape_accepts_methods_made_by_descriptors() -> None:
+    class Partial(ListMemory):
+        def _retrieve(self, query: str, /, *, limit: int) -> str:
+            return "\n".join(super().retrieve(query).splitlines()[:limit])
+
+        retrieve = functools.partialmethod(_retrieve, limit=3)
+
+    class Static(ListMemory):
+        @staticmethod
+        def reset() -> None:  # forgets nothing: fine for the shape
+            pass
+
+    for memory in (Partial, Partial(), Static, Static()):
+        assert check_protocol_shape(memory) == [], memory
+    check_memory(Partial, max_examples=5)
+
+
+def test_a_property_is_not_a_method() -> None:
+    class WithProperty(ListMemory):
+        @property
+        def reset(self) -> None:  # type: ignore[override]
+            return None
+
+    assert check_protocol_shape(WithProperty) == ["reset: is a property, not a method"]
 
 
 def test_a_factory_that_raises_is_reported() -> None:

@@ -106,21 +106,34 @@ def check_protocol_shape(target: Any) -> list[str]:
             problems.append(f"{method}: missing (the protocol calls {call})")
             continue
         function = member.__func__ if isinstance(member, staticmethod | classmethod) else member
-        if not callable(function):
+        if not callable(function) and not _method_descriptor(function):
             problems.append(f"{method}: is a {type(function).__name__}, not a method")
             continue
-        if inspect.iscoroutinefunction(function) or inspect.isasyncgenfunction(function):
+        # Through the descriptor too: partialmethod, singledispatchmethod and the like.
+        resolved = getattr(target, method)
+        if any(_is_async(f) for f in (function, resolved)):
             problems.append(f"{method}: is 'async def', but the protocol needs a plain method")
             continue
         try:
-            signature = inspect.signature(getattr(target, method))
+            signature = inspect.signature(resolved)
         except (TypeError, ValueError):  # a builtin without a signature: nothing to read
             continue
         parameters = list(signature.parameters.values())
-        if isinstance(target, type) and inspect.isfunction(member) and parameters:
-            parameters = parameters[1:]  # a plain function looked up on the class keeps self
+        unbound = inspect.isfunction(resolved) and not isinstance(member, staticmethod)
+        if isinstance(target, type) and unbound and parameters:
+            parameters = parameters[1:]  # a method looked up on the class keeps self
         problems.extend(_parameter_problems(method, call, arguments, parameters))
     return problems
+
+
+def _method_descriptor(member: object) -> bool:
+    # Non-data descriptors (functools.partialmethod, singledispatchmethod) become
+    # methods when looked up; data descriptors (property) do not.
+    return hasattr(type(member), "__get__") and not hasattr(type(member), "__set__")
+
+
+def _is_async(function: object) -> bool:
+    return inspect.iscoroutinefunction(function) or inspect.isasyncgenfunction(function)
 
 
 _POSITIONAL = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
