@@ -236,3 +236,19 @@ def test_a_failure_that_does_not_replay_is_reported_as_outside_state() -> None:
         check_contract(FailsOnce, "retrieve-returns-str", max_examples=EXAMPLES)
     assert caught.value.contract_id == "retrieve-returns-str"
     assert "retrieve raised RuntimeError: once" in caught.value.problem
+
+
+def test_a_failure_that_does_not_replay_keeps_the_id_it_broke() -> None:
+    calls = itertools.count()
+
+    class CrashesOnce(ListMemory):
+        def retrieve(self, query: str, /) -> str:
+            if next(calls) == 0:
+                raise RuntimeError("once")
+            return super().retrieve(query)
+
+    with pytest.raises(ContractViolation, match="not when the same calls were replayed") as caught:
+        check_contract(CrashesOnce, "reset-clears", max_examples=EXAMPLES)
+    # A crash is never a reset-clears violation, whichever program found it.
+    assert caught.value.contract_id in {"retrieve-returns-str", "reuse-after-reset"}
+    assert "retrieve raised RuntimeError: once" in caught.value.problem

@@ -271,13 +271,18 @@ def _drop_unneeded(
 def _not_reproducible(contract_id: str, exc: Flaky) -> ContractViolation:
     failures: Iterable[BaseException] = getattr(exc, "exceptions", ())
     first = next((e for e in failures if isinstance(e, ContractViolation)), None)
-    what = f": {first.problem}" if first is not None else ""
+    if first is None:
+        return ContractViolation(contract_id, _NOT_REPLAYED)
+    # Blamed like any failure: on the contract the first failure broke.
     return ContractViolation(
-        contract_id,
-        "failed once but not when the same calls were replayed, so the outcome depends on "
-        "state outside the instances under test (class- or module-level state?)" + what,
-        first.reproducer if first is not None else "",
+        first.contract_id, f"{_NOT_REPLAYED}: {first.problem}", first.reproducer
     )
+
+
+_NOT_REPLAYED = (
+    "failed once but not when the same calls were replayed, so the outcome depends on "
+    "something outside the instances under test (class- or module-level state, randomness?)"
+)
 
 
 def check_memory(
