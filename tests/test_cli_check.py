@@ -137,3 +137,20 @@ def test_missing_testing_extra_is_a_clear_error() -> None:
     assert result.returncode == 2, result.stderr
     assert "pip install 'himga[testing]'" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_python_dash_m_himga_is_the_same_command() -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "himga", "check", "tests.mutants:MissingReset"],
+        cwd=PROJECT_ROOT,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "FAIL  protocol-shape  reset: missing" in result.stdout
+    usage = subprocess.run(
+        [sys.executable, "-m", "himga"], capture_output=True, text=True, check=False
+    )
+    assert usage.returncode == 2
+    assert "usage: himga" in usage.stderr
