@@ -51,7 +51,7 @@ def test_offline_run_prints_recall_table_and_writes_the_run_directory(
     assert manifest["memory"] == {
         "spec": "keyword",
         "class": "himga.memory._keyword:KeywordMemory",
-        "repr": None,  # KeywordMemory defines no __repr__
+        "repr": "KeywordMemory(k=10)",
     }
     assert manifest["llm"] is None
     assert set(manifest["prompt_hashes"]["answer"]) == {

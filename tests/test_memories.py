@@ -373,3 +373,19 @@ def test_bm25_rejects_bad_parameters(kwargs: dict[str, float], message: str) -> 
 def test_keyword_rejects_k_below_one() -> None:
     with pytest.raises(ValueError, match="k must be >= 1"):
         KeywordMemory(k=0)
+
+
+def test_repr_names_the_configuration_and_no_content() -> None:
+    # The run checkpoint refuses to resume under another repr, so two
+    # configurations must differ and ingested text must never show.
+    configured: list[BaseMemory] = [
+        BM25Memory(k=5, k1=1.2, b=0.5),
+        KeywordMemory(k=3),
+        FullContextMemory(20),
+    ]
+    defaults: list[BaseMemory] = [BM25Memory(), KeywordMemory(), FullContextMemory()]
+    for memory, default in zip(configured, defaults, strict=True):
+        assert repr(memory) != repr(default)
+        memory.ingest(Message(role="Ann", content="secret-canary", turn_id="D1:1"), SESSION)
+        assert "secret-canary" not in repr(memory)
+    assert repr(configured[0]) == "BM25Memory(k=5, k1=1.2, b=0.5)"

@@ -53,6 +53,10 @@ class BM25Memory:
         self._stem_words = stemmer_module.Stemmer("english").stemWords
         self.reset()
 
+    def __repr__(self) -> str:
+        # Parameters only, never content: the run checkpoint and manifest record it.
+        return f"BM25Memory(k={self.k}, k1={self.k1}, b={self.b})"
+
     def ingest(self, message: Message, session: Session, /) -> None:
         """Append the turn (O(1)); the index is rebuilt at the next query."""
         self._turn_ids.append(message.turn_id)

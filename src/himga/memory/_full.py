@@ -36,6 +36,10 @@ class FullContextMemory:
         self._lines: list[str] = []
         self._context: str | None = None  # cached retrieve() result, None when stale
 
+    def __repr__(self) -> str:
+        # Parameters only, never content: the run checkpoint and manifest record it.
+        return f"FullContextMemory(max_tokens={self.max_tokens})"
+
     def ingest(self, message: Message, session: Session, /) -> None:
         """Append the message's line (O(1))."""
         self._lines.append(format_line(message, session))

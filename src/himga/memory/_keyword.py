@@ -43,6 +43,10 @@ class KeywordMemory:
         self.k = k
         self._turns: list[_Turn] = []
 
+    def __repr__(self) -> str:
+        # Parameters only, never content: the run checkpoint and manifest record it.
+        return f"KeywordMemory(k={self.k})"
+
     def ingest(self, message: Message, session: Session, /) -> None:
         """Store the turn and its keywords."""
         self._turns.append(
