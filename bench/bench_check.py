@@ -36,26 +36,8 @@ from pathlib import Path
 from typing import Any
 
 from himga import __version__
-from himga.data.schema import Message, Session
 from himga.memory import BaseMemory, NullMemory
 from himga.testing import DEFAULT_MAX_EXAMPLES, ContractViolation, check_memory
-
-
-class ListMemory:
-    """A list of lines, returned when they share a word with the query."""
-
-    def __init__(self) -> None:
-        self.lines: list[str] = []
-
-    def ingest(self, message: Message, session: Session, /) -> None:
-        self.lines.append(f"{message.role}: {message.content}")
-
-    def retrieve(self, query: str, /) -> str:
-        words = set(query.lower().split())
-        return "\n".join(line for line in self.lines if words & set(line.lower().split()))
-
-    def reset(self) -> None:
-        self.lines = []
 
 
 def _time_check(factory: Callable[[], BaseMemory], runs: int) -> list[float]:
@@ -72,11 +54,11 @@ def _ns_per_call(statement: Callable[[], object], number: int, repeats: int) -> 
     return statistics.median(timings) / number * 1e9
 
 
-def _mutants() -> tuple[dict[str, tuple[Callable[[], Any], str]], dict[str, Callable[[], Any]]]:
-    # The mutants live with the tests; make the project root importable.
+def _mutants() -> Any:
+    """``tests.mutants``: the broken and legal memories, and ``ListMemory``."""
+    # They live with the tests; make the project root importable.
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-    mutants = importlib.import_module("tests.mutants")
-    return mutants.BROKEN, mutants.LEGAL
+    return importlib.import_module("tests.mutants")
 
 
 def _mutation_score(rounds: int, max_examples: int) -> tuple[int, int, int, int, list[str]]:
@@ -86,7 +68,8 @@ def _mutation_score(rounds: int, max_examples: int) -> tuple[int, int, int, int,
     instead of the intended one, ``passed`` for a broken memory that went
     unflagged, or the id a legal memory was flagged under.
     """
-    broken, legal = _mutants()
+    mutants = _mutants()
+    broken, legal = mutants.BROKEN, mutants.LEGAL
     right = 0
     misses: list[str] = []
     for name, (factory, contract_id) in broken.items():
@@ -120,7 +103,7 @@ def main() -> None:
 
     check_memory(NullMemory, max_examples=5)  # warm-up: imports, strategy compilation
     rows = []
-    for name, factory in (("NullMemory", NullMemory), ("ListMemory", ListMemory)):
+    for name, factory in (("NullMemory", NullMemory), ("ListMemory", _mutants().ListMemory)):
         seconds = _time_check(factory, args.runs)
         rows.append((name, statistics.median(seconds), min(seconds), max(seconds)))
 
