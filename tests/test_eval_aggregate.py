@@ -69,6 +69,7 @@ def test_overall_excludes_adversarial_and_the_other_aggregate_includes_it() -> N
     assert metrics["overall_with_adversarial"]["exact_match"] == pytest.approx((1.0 + 0.0) / 2)
     assert metrics["counts"] == {
         "questions": 3,
+        "memory_errors": 0,
         "answered": 3,
         "errors": 0,
         "unanswered": 0,

@@ -28,7 +28,7 @@ PROJECT_ROOT = Path(__file__).resolve().parent.parent
 
 def _keys(path: Path) -> list[tuple[str, str]]:
     lines = path.read_text(encoding="utf-8").splitlines()
-    assert json.loads(lines[0])["himga_checkpoint"] == 1
+    assert json.loads(lines[0])["himga_checkpoint"] == 2
     return [(r["sample_id"], r["question_id"]) for r in map(json.loads, lines[1:])]
 
 
@@ -118,7 +118,9 @@ def test_a_memory_repr_tells_configurations_of_one_class_apart(tmp_path: Path) -
     first = run_eval(
         samples, agent=BaseAgent(memory=_SizedMemory(3)), checkpoint=path, show_progress=False
     )
-    with pytest.raises(CheckpointMismatchError, match=r"differs in: memory_repr\)"):
+    with pytest.raises(
+        CheckpointMismatchError, match=r'differs in memory_repr: "_SizedMemory\(k=3\)" != "_Sized'
+    ):
         run_eval(
             samples, agent=BaseAgent(memory=_SizedMemory(5)), checkpoint=path, show_progress=False
         )
@@ -137,7 +139,7 @@ def test_answer_settings_are_part_of_the_configuration(tmp_path: Path) -> None:
         checkpoint=path,
         show_progress=False,
     )
-    with pytest.raises(CheckpointMismatchError, match=r"differs in: max_tokens\)"):
+    with pytest.raises(CheckpointMismatchError, match=r"differs in answer\.max_tokens: 64 != 32"):
         run_eval(
             samples,
             agent=BaseAgent(memory=NullMemory(), llm=ScriptedLLM(), max_tokens=32),

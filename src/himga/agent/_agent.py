@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
+
+from typing_extensions import Self
 
 from himga.data.schema import Sample
 from himga.llm._protocol import ChatMessage, LLMClient
@@ -106,6 +109,13 @@ class BaseAgent:
     def max_tokens(self) -> int:
         """The reply budget of each answer call."""
         return self._max_tokens
+
+    def with_memory(self, memory: BaseMemory) -> Self:
+        """A shallow copy of this agent that uses ``memory`` instead (the evaluation
+        wraps the memory in its error guard this way, keeping the agent's class)."""
+        clone = copy.copy(self)
+        clone._memory = memory
+        return clone
 
     @property
     def current_date(self) -> str | None:

@@ -12,8 +12,9 @@ from himga.eval._ranking import (
     evidence_recall_at_k,
     ndcg_at_k,
 )
-from himga.eval._result import EvalResult
-from himga.eval._run import SEARCH_K, DuplicateQuestionError, arun_eval, run_eval
+from himga.eval._identity import RunIdentity
+from himga.eval._result import EvalResult, MemoryCallError
+from himga.eval._run import SEARCH_K, DuplicateQuestionError, arun_eval, run_eval, run_identity
 from himga.eval.judge import JudgeScores, abatch_judge, batch_judge
 
 __all__ = [
@@ -24,6 +25,8 @@ __all__ = [
     "DuplicateQuestionError",
     "EvalResult",
     "JudgeScores",
+    "MemoryCallError",
+    "RunIdentity",
     "abatch_judge",
     "all_evidence_recall_at_k",
     "arun_eval",
@@ -33,4 +36,5 @@ __all__ = [
     "evidence_recall_at_k",
     "ndcg_at_k",
     "run_eval",
+    "run_identity",
 ]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from dataclasses import asdict
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
@@ -16,7 +17,7 @@ from himga.eval._ranking import (
 from himga.eval._result import EvalResult
 from himga.eval.metrics import bleu1, exact_match, locomo_f1, token_f1
 
-__all__ = ["compute_metrics", "context_containment"]
+__all__ = ["compute_metrics", "context_containment", "question_scores"]
 
 
 def _squash(text: str) -> str:
@@ -56,6 +57,49 @@ def _exact_match(result: EvalResult, prediction: str) -> float | None:
 
 def _mean(values: Sequence[float]) -> float | None:
     return sum(values) / len(values) if values else None
+
+
+def question_scores(result: EvalResult, judge: float | None = None) -> dict[str, float | None]:
+    """Every metric of :func:`compute_metrics` for one question, ``None`` where it does
+    not apply; a block's value is the mean of its questions' non-``None`` values.
+
+    Answer metrics (``f1``, ``bleu1``, ``exact_match``, and ``judge`` when given)
+    need a prediction and no error; context metrics a text for an evidence turn;
+    rank metrics a ranking and evidence. A result with a ``memory_error`` has no
+    score at all.
+    """
+    scores: dict[str, float | None] = dict.fromkeys(_METRICS)
+    if result.memory_error is not None:
+        return scores
+    if result.prediction is not None and result.error is None:
+        scores["f1"] = _f1(result, result.prediction)
+        scores["bleu1"] = _bleu1(result, result.prediction)
+        scores["exact_match"] = _exact_match(result, result.prediction)
+        scores["judge"] = None if judge is None or math.isnan(judge) else float(judge)
+    containment = context_containment(result)
+    if containment is not None:
+        scores["context_recall"] = containment
+        scores["context_recall_any"] = float(containment > 0)
+        scores["context_recall_all"] = float(containment == 1)
+    if result.ranked_turn_ids is not None and result.evidence_turns:
+        for k in RANK_KS:
+            ranked, evidence = result.ranked_turn_ids, result.evidence_turns
+            scores[f"recall@{k}"] = evidence_recall_at_k(ranked, evidence, k)
+            scores[f"all_recall@{k}"] = all_evidence_recall_at_k(ranked, evidence, k)
+            scores[f"ndcg@{k}"] = ndcg_at_k(ranked, evidence, k)
+    return scores
+
+
+_METRICS = (
+    "f1",
+    "bleu1",
+    "exact_match",
+    "judge",
+    "context_recall",
+    "context_recall_any",
+    "context_recall_all",
+    *(f"{name}@{k}" for k in RANK_KS for name in ("recall", "all_recall", "ndcg")),
+)
 
 
 def _block(results: Sequence[EvalResult], judge: dict[int, float]) -> dict[str, Any]:
@@ -102,9 +146,18 @@ def _block(results: Sequence[EvalResult], judge: dict[int, float]) -> dict[str, 
 def _group(
     results: Sequence[EvalResult], judge: dict[int, float], keep: Iterable[int]
 ) -> dict[str, Any]:
-    indices = list(keep)
+    members = list(keep)
+    # A question the memory failed on has no score: it is counted, not averaged.
+    indices = [i for i in members if results[i].memory_error is None]
     local = {position: judge[i] for position, i in enumerate(indices) if i in judge}
-    return _block([results[i] for i in indices], local)
+    block = _block([results[i] for i in indices], local)
+    block["questions"] = len(members)
+    block["memory_errors"] = len(members) - len(indices)
+    return {
+        "questions": block.pop("questions"),
+        "memory_errors": block.pop("memory_errors"),
+        **block,
+    }
 
 
 def compute_metrics(
@@ -119,11 +172,15 @@ def compute_metrics(
       keep their type and count here, as in the official overall.
     * ``"overall_with_adversarial"`` -- every question (as MAGMA reports).
     * ``"by_category"`` -- one block per category present, by category value.
-    * ``"counts"`` -- ``questions``, ``answered``, ``errors`` (failed LLM calls),
-      ``unanswered`` (no LLM), ``judged``, ``judge_errors`` (answered but not judged).
+    * ``"counts"`` -- ``questions``, ``memory_errors`` (questions a memory call
+      failed on), ``answered``, ``errors`` (failed LLM calls), ``unanswered``
+      (no LLM), ``judged``, ``judge_errors`` (answered but not judged).
     * ``"errors"`` -- ``{"sample_id", "question_id", "error"}`` of each failed call.
+    * ``"memory_errors"`` -- each :class:`~himga.eval.MemoryCallError`, as a dict.
 
-    Each block has ``questions``, ``answered``, ``errors``; answer metrics over
+    Each block has ``questions``, ``memory_errors``, ``answered``, ``errors``.
+    Questions with a memory error are excluded from every metric of the block
+    (``memory_errors`` says how many); of the others, answer metrics over
     the answered questions -- ``f1`` (:func:`~himga.eval.metrics.locomo_f1` for
     LoCoMo categories, plain token F1 otherwise), ``bleu1``, ``exact_match``
     (unanswerable questions -- ``adversarial`` -- take part only in LoCoMo's
@@ -145,7 +202,7 @@ def compute_metrics(
     judge = {
         i: float(score)
         for i, score in enumerate(judge_scores or ())
-        if not math.isnan(score) and results[i].error is None
+        if not math.isnan(score) and results[i].error is None and results[i].memory_error is None
     }
     everything = range(len(results))
     by_category: dict[str, Any] = {}
@@ -155,12 +212,16 @@ def compute_metrics(
             by_category[category.value] = _group(results, judge, members)
     answered = sum(r.prediction is not None and r.error is None for r in results)
     errors = [r for r in results if r.error is not None]
+    memory_errors = [r.memory_error for r in results if r.memory_error is not None]
     metrics: dict[str, Any] = {
         "counts": {
             "questions": len(results),
+            "memory_errors": len(memory_errors),
             "answered": answered,
             "errors": len(errors),
-            "unanswered": sum(r.prediction is None and r.error is None for r in results),
+            "unanswered": sum(
+                r.prediction is None and r.error is None and r.memory_error is None for r in results
+            ),
             "judged": len(judge),
             "judge_errors": answered - len(judge) if judge_scores is not None else 0,
         },
@@ -175,6 +236,7 @@ def compute_metrics(
             {"sample_id": r.sample_id, "question_id": r.question_id, "error": r.error}
             for r in errors
         ],
+        "memory_errors": [asdict(error) for error in memory_errors],
     }
     describe = getattr(judge_scores, "describe", None)
     if callable(describe):

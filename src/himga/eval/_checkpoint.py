@@ -1,7 +1,7 @@
 """The crash-safe JSONL checkpoint of an evaluation run.
 
-Layout: a header line ``{"himga_checkpoint": 1, "run": {...}}`` naming the run
-configuration, then one :class:`EvalResult` per line. Each line is written with
+Layout: a header line ``{"himga_checkpoint": 2, "run": {...}}`` naming the run
+(a :meth:`RunIdentity.to_dict <himga.eval.RunIdentity.to_dict>`), then one :class:`EvalResult` per line. Each line is written with
 one ``write`` and made durable (flush + ``fsync``) before the next question
 counts as done, so a ``kill -9`` loses at most the line being written; that torn
 last line is cut off when the file is opened again.
@@ -15,11 +15,12 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import IO, Any
 
+from himga.eval._identity import _diff
 from himga.eval._result import EvalResult
 
 __all__ = ["Checkpoint", "CheckpointError", "CheckpointMismatchError"]
 
-_FORMAT = 1
+_FORMAT = 2
 
 
 class CheckpointError(ValueError):
@@ -27,7 +28,11 @@ class CheckpointError(ValueError):
 
 
 class CheckpointMismatchError(CheckpointError):
-    """A checkpoint file belongs to a run with a different configuration."""
+    """A checkpoint file belongs to another run; ``fields`` names what differs."""
+
+    def __init__(self, message: str, differing: tuple[str, ...] = ()) -> None:
+        super().__init__(message)
+        self.fields = differing
 
 
 class Checkpoint:
@@ -74,17 +79,23 @@ class Checkpoint:
             return False
         lines = complete.decode("utf-8").split("\n")
         header = self._parse(lines[0], 1)
-        if header.get("himga_checkpoint") != _FORMAT or "run" not in header:
-            raise CheckpointError(f"{self._path}:1: not a himga checkpoint header")
-        if header["run"] != self._run:
-            differing = sorted(
-                key
-                for key in set(header["run"]) | set(self._run)
-                if header["run"].get(key) != self._run.get(key)
-            )
+        version = header.get("himga_checkpoint")
+        if isinstance(version, int) and version != _FORMAT and "run" in header:
             raise CheckpointMismatchError(
-                f"{self._path} was written by a run with a different configuration "
-                f"(differs in: {', '.join(differing)}); use another checkpoint file"
+                f"{self._path} has checkpoint format {version} (another himga version, "
+                f"this one writes {_FORMAT}); start over in another file",
+                ("himga_checkpoint",),
+            )
+        if version != _FORMAT or not isinstance(header.get("run"), dict):
+            raise CheckpointError(f"{self._path}:1: not a himga checkpoint header")
+        found: list[str] = []
+        for key in sorted(set(header["run"]) | set(self._run)):
+            _diff(key, header["run"].get(key), self._run.get(key), found)
+        if found:
+            raise CheckpointMismatchError(
+                f"{self._path} was recorded by another run, so its results cannot be "
+                f"resumed; differs in {'; '.join(found)} (recorded != now)",
+                tuple(line.partition(":")[0] for line in found),
             )
         for number, line in enumerate(lines[1:], start=2):
             try:

@@ -8,7 +8,39 @@ from typing import Any
 
 from himga.data.schema import Category
 
-__all__ = ["EvalResult"]
+__all__ = ["EvalResult", "MemoryCallError"]
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryCallError:
+    """A call into the memory that failed, recorded on the question it cost.
+
+    ``method`` is ``"reset"``, ``"ingest"``, ``"retrieve"`` or ``"search"``;
+    ``type`` names the exception (``"MemoryCallTimeout"`` for a call that
+    exceeded the run's memory timeout, ``"TypeError"`` for a return value of the
+    wrong type) and ``message`` is its text. A failed ``reset`` or ``ingest``
+    is recorded on every question of its sample.
+    """
+
+    sample_id: str
+    question_id: str
+    method: str
+    type: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.method} raised {self.type}: {self.message}"
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> MemoryCallError:
+        """The inverse of :func:`dataclasses.asdict`; ``KeyError`` on a missing field."""
+        return cls(
+            sample_id=str(data["sample_id"]),
+            question_id=str(data["question_id"]),
+            method=str(data["method"]),
+            type=str(data["type"]),
+            message=str(data["message"]),
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -28,6 +60,9 @@ class EvalResult:
     * ``prediction`` is ``None`` when no answer was produced: the run had no LLM,
       or the call failed (then ``error`` says why). A result with an error is
       reported, never scored.
+    * ``memory_error`` is set when a call into the memory failed for this
+      question (then ``context`` is ``""`` and nothing was asked of the LLM);
+      such a result is counted, never scored.
     * ``latency_s`` is the LLM call's wall time (``None`` without a call);
       ``retrieval_latency_s`` that of ``retrieve`` (and ``search``).
     """
@@ -50,6 +85,7 @@ class EvalResult:
     input_tokens: int = 0
     output_tokens: int = 0
     model: str | None = None
+    memory_error: MemoryCallError | None = None
 
     @property
     def key(self) -> tuple[str, str]:
@@ -66,6 +102,7 @@ class EvalResult:
     def from_dict(cls, data: Mapping[str, Any]) -> EvalResult:
         """The inverse of :meth:`to_dict`; ``KeyError`` / ``ValueError`` on a malformed record."""
         ranked = data["ranked_turn_ids"]
+        memory_error = data.get("memory_error")
         return cls(
             sample_id=str(data["sample_id"]),
             question_id=str(data["question_id"]),
@@ -85,4 +122,5 @@ class EvalResult:
             input_tokens=int(data["input_tokens"]),
             output_tokens=int(data["output_tokens"]),
             model=data["model"],
+            memory_error=None if memory_error is None else MemoryCallError.from_dict(memory_error),
         )

@@ -7,7 +7,7 @@ import dataclasses
 import hashlib
 import os
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -16,9 +16,12 @@ from tqdm.auto import tqdm
 from himga.agent._agent import BaseAgent, prompt_hashes
 from himga.data.schema import QAPair, Sample
 from himga.eval._checkpoint import Checkpoint, CheckpointMismatchError
-from himga.eval._result import EvalResult
+from himga.eval._identity import RunIdentity
+from himga.eval._memory_calls import GuardedMemory, MemoryCallFailed
+from himga.eval._result import EvalResult, MemoryCallError
 from himga.llm._protocol import ChatMessage
 from himga.memory._protocol import SearchableMemory
+from himga.memory._registry import memory_provenance
 
 __all__ = [
     "SEARCH_K",
@@ -26,7 +29,7 @@ __all__ = [
     "arun_eval",
     "memory_config",
     "run_eval",
-    "run_fingerprint",
+    "run_identity",
 ]
 
 SEARCH_K = 50
@@ -47,21 +50,47 @@ def memory_config(memory: object) -> str | None:
     return repr(memory)
 
 
-def run_fingerprint(agent: BaseAgent) -> dict[str, Any]:
-    """What identifies a run's configuration in its checkpoint: memory, model, prompts."""
-    memory = type(agent.memory)
+def run_identity(
+    agent: BaseAgent,
+    *,
+    memory_spec: str | None = None,
+    memory_arguments: Mapping[str, Any] | None = None,
+    judge: Mapping[str, Any] | None = None,
+    dataset: str | None = None,
+    dataset_sha256: str | None = None,
+) -> RunIdentity:
+    """The :class:`RunIdentity` of evaluating ``agent``: its memory (class, ``repr``,
+    providing distribution and source hash), answer settings and prompt hashes,
+    plus what the caller knows -- the spec the memory was made from (default:
+    its class), its constructor arguments, the judge and the dataset."""
+    memory = agent.memory
+    memory_class = f"{type(memory).__module__}:{type(memory).__qualname__}"
+    provenance = memory_provenance([type(memory).__module__])
     llm = agent.llm
-    temperature = getattr(llm, "temperature", None)
-    return {
-        "agent": f"{type(agent).__module__}:{type(agent).__qualname__}",
-        "memory": f"{memory.__module__}:{memory.__qualname__}",
-        "memory_repr": memory_config(agent.memory),
-        "provider": None if llm is None else llm.provider,
-        "model": None if llm is None else llm.model,
-        "temperature": temperature if isinstance(temperature, (int, float)) else None,
-        "max_tokens": agent.max_tokens,
-        "prompt_hashes": prompt_hashes(),
-    }
+    answer = None
+    if llm is not None:
+        temperature = getattr(llm, "temperature", None)
+        answer = {
+            "provider": llm.provider,
+            "model": llm.model,
+            "temperature": temperature if isinstance(temperature, (int, float)) else None,
+            "max_tokens": agent.max_tokens,
+        }
+    return RunIdentity(
+        memory_spec=memory_spec or memory_class,
+        memory_arguments=dict(memory_arguments or {}),
+        memory_class=memory_class,
+        memory_repr=memory_config(memory),
+        memory_distribution=provenance.distribution,
+        memory_version=provenance.version,
+        memory_source_sha256=provenance.source_sha256,
+        agent=f"{type(agent).__module__}:{type(agent).__qualname__}",
+        answer=answer,
+        prompt_hashes=prompt_hashes(),
+        judge=None if judge is None else dict(judge),
+        dataset=dataset,
+        dataset_sha256=dataset_sha256,
+    )
 
 
 def _conversation_only(sample: Sample) -> tuple[Sample, dict[str, str]]:
@@ -90,42 +119,83 @@ def _conversation_only(sample: Sample) -> tuple[Sample, dict[str, str]]:
     return conversation, back
 
 
+def _failed(
+    sample: Sample, texts: Mapping[str | None, str], qa: QAPair, failure: MemoryCallFailed
+) -> EvalResult:
+    error = MemoryCallError(
+        sample_id=sample.sample_id,
+        question_id=qa.question_id,
+        method=failure.method,
+        type=failure.error_type,
+        message=failure.message,
+    )
+    return _result(sample, texts, qa, context="", ranked=None, latency=0.0, memory_error=error)
+
+
+def _result(
+    sample: Sample,
+    texts: Mapping[str | None, str],
+    qa: QAPair,
+    *,
+    context: str,
+    ranked: tuple[str | None, ...] | None,
+    latency: float,
+    memory_error: MemoryCallError | None = None,
+) -> EvalResult:
+    return EvalResult(
+        sample_id=sample.sample_id,
+        question_id=qa.question_id,
+        dataset=sample.dataset,
+        category=qa.category,
+        question=qa.question,
+        answer=qa.answer,
+        adversarial=qa.adversarial,
+        evidence_turns=tuple(qa.evidence_turns),
+        evidence_texts=tuple(texts.get(turn) for turn in qa.evidence_turns),
+        context=context,
+        ranked_turn_ids=ranked,
+        retrieval_latency_s=latency,
+        memory_error=memory_error,
+    )
+
+
 def _prepare(
-    agent: BaseAgent, sample: Sample, pending: Sequence[QAPair], prompts: bool
+    agent: BaseAgent,
+    guarded: GuardedMemory,
+    searchable: bool,
+    sample: Sample,
+    pending: Sequence[QAPair],
+    prompts: bool,
 ) -> list[tuple[EvalResult, list[ChatMessage]]]:
     """Runs on the memory thread: reset, ingest once, retrieve (and search) per question.
 
-    With ``prompts`` each question's prompt is built here too, while the agent
-    still holds this sample's state.
+    ``agent`` calls the memory through ``guarded``: a failed reset or ingest
+    fails every pending question of the sample, a failed retrieve or search
+    only its own. With ``prompts`` each question's prompt is built here too,
+    while the agent still holds this sample's state.
     """
-    memory = agent.memory
-    memory.reset()
     conversation, sample_turn_id = _conversation_only(sample)
-    agent.ingest_sample(conversation)
-    search = memory.search if isinstance(memory, SearchableMemory) else None
     texts = {message.turn_id: message.content for _, message in sample.iter_turns()}
-    prepared = []
+    try:
+        guarded.reset()
+        agent.ingest_sample(conversation)
+    except MemoryCallFailed as failure:
+        return [(_failed(sample, texts, qa, failure), []) for qa in pending]
+    prepared: list[tuple[EvalResult, list[ChatMessage]]] = []
     for qa in pending:
         started = time.perf_counter()
-        context = agent.retrieve(qa.question)
-        ranked = None
-        if search is not None:
-            # A hit naming no ingested turn cannot be evidence: None.
-            hits = search(qa.question, SEARCH_K)
-            ranked = tuple(sample_turn_id.get(hit.turn_id or "") for hit in hits)
-        result = EvalResult(
-            sample_id=sample.sample_id,
-            question_id=qa.question_id,
-            dataset=sample.dataset,
-            category=qa.category,
-            question=qa.question,
-            answer=qa.answer,
-            adversarial=qa.adversarial,
-            evidence_turns=tuple(qa.evidence_turns),
-            evidence_texts=tuple(texts.get(turn) for turn in qa.evidence_turns),
-            context=context,
-            ranked_turn_ids=ranked,
-            retrieval_latency_s=time.perf_counter() - started,
+        try:
+            context = agent.retrieve(qa.question)
+            ranked = None
+            if searchable:
+                # A hit naming no ingested turn cannot be evidence: None.
+                hits = guarded.search_turn_ids(qa.question, SEARCH_K)
+                ranked = tuple(sample_turn_id.get(turn_id or "") for turn_id in hits)
+        except MemoryCallFailed as failure:
+            prepared.append((_failed(sample, texts, qa, failure), []))
+            continue
+        result = _result(
+            sample, texts, qa, context=context, ranked=ranked, latency=time.perf_counter() - started
         )
         prompt = agent.build_prompt(qa.question, context) if prompts else []
         prepared.append((result, prompt))
@@ -174,6 +244,8 @@ async def arun_eval(
     show_progress: bool = True,
     checkpoint: str | os.PathLike[str] | None = None,
     max_concurrency: int | None = None,
+    memory_timeout: float | None = None,
+    identity: RunIdentity | None = None,
 ) -> list[EvalResult]:
     """The coroutine behind :func:`run_eval`, for callers already inside an event loop."""
     llm = agent.llm
@@ -184,10 +256,19 @@ async def arun_eval(
     if limit < 1:
         raise ValueError(f"max_concurrency must be >= 1, got {limit}")
     slots = asyncio.Semaphore(limit)
-    store = Checkpoint(checkpoint, run_fingerprint(agent)) if checkpoint is not None else None
+    guarded = GuardedMemory(agent.memory, memory_timeout)
+    searchable = isinstance(agent.memory, SearchableMemory)
+    guarded_agent = agent.with_memory(guarded)
+    store = None
+    if checkpoint is not None:
+        store = Checkpoint(checkpoint, (identity or run_identity(agent)).to_dict())
     finished: dict[tuple[str, str], EvalResult] = {}
     if store is not None:
-        finished = {key: r for key, r in store.open().items() if r.error is None}
+        finished = {
+            key: r
+            for key, r in store.open().items()
+            if r.error is None and r.memory_error is None
+        }
     total = (
         sum(len(sample.qa_pairs) for sample in samples) if isinstance(samples, Sequence) else None
     )
@@ -229,10 +310,17 @@ async def arun_eval(
             if not pending:
                 continue
             prepared = await loop.run_in_executor(
-                memory_thread, _prepare, agent, sample, pending, llm is not None
+                memory_thread,
+                _prepare,
+                guarded_agent,
+                guarded,
+                searchable,
+                sample,
+                pending,
+                llm is not None,
             )
             for result, prompt in prepared:
-                if llm is None:
+                if llm is None or result.memory_error is not None:
                     record(result)
                 else:
                     tasks.append(asyncio.ensure_future(answer_and_record(result, prompt)))
@@ -241,6 +329,7 @@ async def arun_eval(
         for task in tasks:
             task.cancel()
         memory_thread.shutdown(wait=True)
+        guarded.close()
         progress.close()
         if store is not None:
             store.close()
@@ -254,6 +343,8 @@ def run_eval(
     show_progress: bool = True,
     checkpoint: str | os.PathLike[str] | None = None,
     max_concurrency: int | None = None,
+    memory_timeout: float | None = None,
+    identity: RunIdentity | None = None,
 ) -> list[EvalResult]:
     """Evaluate ``agent`` on every question of ``samples``; one result per question, in order.
 
@@ -270,14 +361,24 @@ def run_eval(
     set; the run goes on. Without an LLM (``agent.llm is None``) the results
     carry the retrieval only.
 
+    Memory errors are data: a memory call that raises, returns a non-``str``
+    from ``retrieve`` (or a malformed ``search`` result), or -- with
+    ``memory_timeout`` seconds set -- does not return in time, becomes a
+    :class:`~himga.eval.MemoryCallError` on that question's result
+    (``memory_error``; no LLM call is made for it) and the run goes on. A
+    failed ``reset`` or ``ingest`` fails every question of its sample. A call
+    that timed out is left running on its own daemon thread and the memory is
+    not called again until it returns (see ``docs/eval.md``).
+
     ``checkpoint`` names a JSONL file: every finished question is appended and
-    fsync'd, and a rerun with the same file skips what is done (errors are
-    retried), so an interrupted run -- even by ``kill -9`` -- resumes without
-    duplicating or losing a question. The file's header names the configuration
-    (agent and memory classes, the memory's ``repr`` if its class defines one,
-    provider, model, temperature, answer ``max_tokens``, prompt hashes); a rerun
-    under another raises :class:`~himga.eval.CheckpointMismatchError`. Two
-    memories of one class without their own ``__repr__`` count as the same
+    fsync'd, and a rerun with the same file skips what is done (errors of
+    either kind are retried), so an interrupted run -- even by ``kill -9`` --
+    resumes without duplicating or losing a question. The file's header is the
+    run's ``identity`` (default: :func:`run_identity` of ``agent``: memory
+    class, ``repr``, distribution and source hash, answer settings, prompt
+    hashes); a rerun under another raises
+    :class:`~himga.eval.CheckpointMismatchError` naming the differing fields.
+    Two memories of one class without their own ``__repr__`` count as the same
     configuration, whatever their parameters. A recorded result whose question,
     answer, category or evidence differ from the sample's is refused the same
     way (another dataset version). Raises
@@ -291,5 +392,7 @@ def run_eval(
             show_progress=show_progress,
             checkpoint=checkpoint,
             max_concurrency=max_concurrency,
+            memory_timeout=memory_timeout,
+            identity=identity,
         )
     )

@@ -6,13 +6,19 @@ from himga.memory._keyword import KeywordMemory
 from himga.memory._null import NullMemory
 from himga.memory._protocol import BaseMemory, Hit, SearchableMemory
 from himga.memory._registry import (
+    MemoryArgumentError,
     MemoryFactory,
     MemoryLoadError,
     MemoryPlugin,
+    MemoryProvenance,
     PluginConflictError,
     PluginImportError,
+    ResolvedMemory,
     available_memories,
     load_memory,
+    memory_provenance,
+    parse_memory_arguments,
+    resolve_memory,
 )
 
 __all__ = [
@@ -21,13 +27,19 @@ __all__ = [
     "FullContextMemory",
     "Hit",
     "KeywordMemory",
+    "MemoryArgumentError",
     "MemoryFactory",
     "MemoryLoadError",
     "MemoryPlugin",
+    "MemoryProvenance",
     "NullMemory",
     "PluginConflictError",
     "PluginImportError",
+    "ResolvedMemory",
     "SearchableMemory",
     "available_memories",
     "load_memory",
+    "memory_provenance",
+    "parse_memory_arguments",
+    "resolve_memory",
 ]

@@ -1,24 +1,38 @@
-"""Plug-in discovery: memory factories registered under the ``himga.memories`` entry points."""
+"""Plug-in discovery and spec resolution: memory factories by registered name or ``module:attr``."""
 
 from __future__ import annotations
 
+import functools
+import hashlib
 import importlib
+import json
 import os
-from collections.abc import Callable
-from dataclasses import dataclass
-from importlib.metadata import entry_points
+import sys
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from importlib.metadata import Distribution, PackageNotFoundError, entry_points
+from importlib.metadata import distribution as find_distribution
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any
 
 from himga.memory._protocol import BaseMemory
 
 __all__ = [
     "ENTRY_POINT_GROUP",
+    "MemoryArgumentError",
     "MemoryFactory",
     "MemoryLoadError",
     "MemoryPlugin",
+    "MemoryProvenance",
+    "ResolvedMemory",
     "PluginConflictError",
     "PluginImportError",
     "available_memories",
     "load_memory",
+    "memory_provenance",
+    "parse_memory_arguments",
+    "resolve_memory",
 ]
 
 ENTRY_POINT_GROUP = "himga.memories"
@@ -42,6 +56,10 @@ class PluginConflictError(MemoryLoadError):
     """Two installed distributions register a memory under the same name."""
 
 
+class MemoryArgumentError(MemoryLoadError):
+    """A ``KEY=VALUE`` memory argument is malformed, repeated, or refused by the factory."""
+
+
 @dataclass(frozen=True, slots=True)
 class MemoryPlugin:
     """A registered memory: its name, its ``module:attr`` spec and who registered it.
@@ -52,6 +70,7 @@ class MemoryPlugin:
     name: str
     spec: str
     distribution: str
+    version: str | None = None
 
     def load(self) -> MemoryFactory:
         """Import the plug-in and return its factory (see :func:`load_memory`)."""
@@ -69,7 +88,8 @@ def _registered() -> dict[str, list[MemoryPlugin]]:
         distribution = entry_point.dist.name if entry_point.dist is not None else "<unknown>"
         if not include_third_party and distribution != _BUILTIN_DISTRIBUTION:
             continue
-        plugin = MemoryPlugin(entry_point.name, entry_point.value, distribution)
+        version = entry_point.dist.version if entry_point.dist is not None else None
+        plugin = MemoryPlugin(entry_point.name, entry_point.value, distribution, version)
         same_name = claims.setdefault(entry_point.name, [])
         if plugin not in same_name:
             same_name.append(plugin)
@@ -154,3 +174,152 @@ def _import_failed(origin: str, module_name: str, exc: Exception) -> PluginImpor
     return PluginImportError(
         f"cannot load {origin}: importing {module_name!r} raised {type(exc).__name__}: {exc}"
     )
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryProvenance:
+    """Where a memory's code comes from: its distribution and a hash of its source.
+
+    ``source_sha256`` covers the module files named in ``files`` -- the modules
+    themselves, or every ``.py`` file of their top-level packages when the
+    distribution was installed from a local path (editable or not), since such
+    code changes without its version changing. ``distribution`` and
+    ``version`` are ``None`` for code that no installed distribution provides
+    (a module in the current directory).
+    """
+
+    distribution: str | None
+    version: str | None
+    source_sha256: str
+    files: tuple[str, ...]
+
+
+def memory_provenance(modules: Iterable[str]) -> MemoryProvenance:
+    """The provenance of the already imported ``modules`` (e.g. a factory's and its class's)."""
+    names = sorted(set(modules))
+    distribution: Distribution | None = None
+    files: set[Path] = set()
+    for name in names:
+        module = sys.modules.get(name)
+        if module is None:
+            raise ValueError(f"module {name!r} is not imported")
+        provider = _distribution_of(name.partition(".")[0])
+        distribution = distribution or provider
+        if provider is not None and _installed_from_path(provider):
+            top = sys.modules.get(name.partition(".")[0], module)
+            for directory in getattr(top, "__path__", ()):
+                files.update(Path(directory).rglob("*.py"))
+        module_file = getattr(module, "__file__", None)
+        if module_file:
+            files.add(Path(module_file))
+    digest = hashlib.sha256()
+    ordered = sorted(path.resolve() for path in files)
+    for path in ordered:
+        digest.update(str(path).encode("utf-8") + b"\0")
+        digest.update(path.read_bytes())
+    return MemoryProvenance(
+        distribution=None if distribution is None else distribution.metadata["Name"],
+        version=None if distribution is None else distribution.version,
+        source_sha256=digest.hexdigest(),
+        files=tuple(str(path) for path in ordered),
+    )
+
+
+@functools.cache
+def _packages() -> Mapping[str, list[str]]:
+    from importlib.metadata import packages_distributions
+
+    return packages_distributions()
+
+
+def _distribution_of(top_level: str) -> Distribution | None:
+    for name in _packages().get(top_level, []):
+        try:
+            return find_distribution(name)
+        except PackageNotFoundError:
+            continue
+    return None
+
+
+def _installed_from_path(distribution: Distribution) -> bool:
+    """PEP 610: ``direct_url.json`` with a ``file:`` URL marks an install from a local path."""
+    text = distribution.read_text("direct_url.json")
+    if not text:
+        return False
+    try:
+        url = json.loads(text).get("url", "")
+    except (json.JSONDecodeError, AttributeError):
+        return False
+    return isinstance(url, str) and url.startswith("file:")
+
+
+@dataclass(frozen=True, slots=True)
+class ResolvedMemory:
+    """A memory spec resolved to its factory, with what identifies it in a run manifest.
+
+    ``spec`` is as given (a registered name or ``module:attr``); ``target`` the
+    ``module:attr`` it names; ``name`` the registered name, if it was one;
+    ``arguments`` the constructor keyword arguments, bound into ``factory``
+    (the loaded callable itself when there are none).
+    """
+
+    spec: str
+    target: str
+    name: str | None
+    factory: MemoryFactory
+    arguments: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
+
+    def create(self) -> BaseMemory:
+        """A new memory from ``factory``; :class:`MemoryArgumentError` if it refuses the
+        arguments (or raises), naming the spec."""
+        try:
+            return self.factory()
+        except Exception as exc:
+            given = ", ".join(f"{k}={v!r}" for k, v in self.arguments.items())
+            with_args = f" with {given}" if given else ""
+            raise MemoryArgumentError(
+                f"cannot create memory {self.spec!r}{with_args}: {type(exc).__name__}: {exc}"
+            ) from exc
+
+
+def parse_memory_arguments(pairs: Sequence[str]) -> dict[str, Any]:
+    """``["k=5", "name=x"]`` as ``{"k": 5, "name": "x"}``: each value is parsed as JSON
+    when it parses, else kept as the string. A malformed pair or a repeated key
+    raises :class:`MemoryArgumentError`."""
+    arguments: dict[str, Any] = {}
+    for pair in pairs:
+        key, equals, text = pair.partition("=")
+        key = key.strip()
+        if not equals or not key.isidentifier():
+            raise MemoryArgumentError(
+                f"memory argument {pair!r}: expected KEY=VALUE with KEY a Python identifier"
+            )
+        if key in arguments:
+            raise MemoryArgumentError(f"memory argument {key!r} is given twice")
+        try:
+            arguments[key] = json.loads(text)
+        except json.JSONDecodeError:
+            arguments[key] = text
+    return arguments
+
+
+def resolve_memory(spec: str, arguments: Mapping[str, Any] | None = None) -> ResolvedMemory:
+    """Resolve ``spec`` -- a registered name or ``module:attr`` -- as every ``himga`` command does.
+
+    The current directory is importable, as with ``python -m``, so a memory in
+    ``./mymemory.py`` is ``mymemory:MyMemory``. ``arguments`` are passed to the
+    factory as keyword arguments by :meth:`ResolvedMemory.create`. Raises what
+    :func:`load_memory` raises.
+    """
+    if os.getcwd() not in sys.path and "" not in sys.path:
+        sys.path.insert(0, os.getcwd())
+    bound = MappingProxyType(dict(arguments or {}))
+    name: str | None = None
+    target = spec
+    if ":" not in spec:
+        loaded = load_memory(spec)
+        name, target = spec, _unique(spec, _registered()[spec]).spec
+    else:
+        loaded = load_memory(spec)
+    factory = functools.partial(loaded, **bound) if bound else loaded
+    return ResolvedMemory(spec=spec, target=target, name=name, factory=factory, arguments=bound)

@@ -1,0 +1,172 @@
+"""The run loop's guard around a memory: failures, wrong return types and timeouts as data.
+
+Every call the evaluation makes into a memory goes through :class:`GuardedMemory`.
+A call that raises, returns the wrong type or (with a timeout) does not return
+in time raises :class:`MemoryCallFailed`, which the loop records on the
+question it cost instead of letting it end the run.
+
+Python cannot stop a running thread, so a timeout is enforced by making each
+call on a dedicated daemon thread and waiting for it at most that long. A call
+still running after its timeout is left to finish there; its result is thrown
+away. Until it returns the memory is never called again -- two calls are never
+in flight at once, so no state is shared between a late call and a new one --
+and every further call fails at once as :class:`MemoryBusyError`, except
+``reset`` (a sample's first call), which first waits up to one more timeout
+for the memory to come free. The daemon thread never keeps the process alive.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import inspect
+import queue
+import threading
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from himga.data.schema import Message, Session
+
+__all__ = ["GuardedMemory", "MemoryBusyError", "MemoryCallFailed", "MemoryCallTimeout"]
+
+
+class MemoryCallTimeout(Exception):
+    """A memory call did not return within the run's memory timeout."""
+
+
+class MemoryBusyError(Exception):
+    """A memory call was not made: an earlier call that timed out is still running."""
+
+
+class MemoryCallFailed(Exception):
+    """A call into the memory failed; ``method``, ``error_type`` and ``message`` say how."""
+
+    def __init__(self, method: str, error: BaseException) -> None:
+        self.method = method
+        self.error_type = type(error).__name__
+        self.message = str(error)
+        super().__init__(f"{method} raised {self.error_type}: {self.message}")
+
+
+class _Worker:
+    """One daemon thread running submitted calls in order, one at a time."""
+
+    def __init__(self) -> None:
+        self._calls: queue.SimpleQueue[
+            tuple[concurrent.futures.Future[Any], Callable[..., Any], tuple[Any, ...]] | None
+        ] = queue.SimpleQueue()
+        thread = threading.Thread(target=self._serve, name="himga-memory-call", daemon=True)
+        thread.start()
+
+    def _serve(self) -> None:
+        while (item := self._calls.get()) is not None:
+            future, function, args = item
+            if not future.set_running_or_notify_cancel():
+                continue
+            try:
+                result = function(*args)
+            except BaseException as exc:  # handed to the waiting caller, whatever it is
+                future.set_exception(exc)
+            else:
+                future.set_result(result)
+
+    def submit(self, function: Callable[..., Any], *args: Any) -> concurrent.futures.Future[Any]:
+        future: concurrent.futures.Future[Any] = concurrent.futures.Future()
+        self._calls.put((future, function, args))
+        return future
+
+    def close(self) -> None:
+        """Let the thread end once its current call (if any) returns."""
+        self._calls.put(None)
+
+
+class GuardedMemory:
+    """``memory`` as the evaluation calls it: each call checked, and timed when ``timeout`` is set.
+
+    ``retrieve`` must return a ``str``; ``search`` a sequence of at most ``k``
+    hits, each with a ``turn_id`` that is a ``str`` or ``None``. Anything else,
+    an exception, or no return within ``timeout`` seconds raises
+    :class:`MemoryCallFailed` (module docstring: what happens to a late call).
+    """
+
+    def __init__(self, memory: Any, timeout: float | None = None) -> None:
+        if timeout is not None and not timeout > 0:
+            raise ValueError(f"memory timeout must be > 0 seconds, got {timeout!r}")
+        self._memory = memory
+        self._timeout = timeout
+        self._worker = _Worker() if timeout is not None else None
+        self._late: concurrent.futures.Future[Any] | None = None
+        self._late_method = ""
+
+    def _call(self, method: str, *args: Any) -> Any:
+        function = getattr(self._memory, method)
+        if self._worker is None:
+            try:
+                return function(*args)
+            except Exception as exc:
+                raise MemoryCallFailed(method, exc) from exc
+        if self._late is not None:
+            if method == "reset":
+                concurrent.futures.wait([self._late], timeout=self._timeout)
+            if not self._late.done():
+                busy = MemoryBusyError(
+                    f"not called: the memory is still running a {self._late_method} call "
+                    f"that exceeded the {self._timeout:g} s timeout"
+                )
+                raise MemoryCallFailed(method, busy)
+            self._late = None
+        future = self._worker.submit(function, *args)
+        try:
+            return future.result(timeout=self._timeout)
+        except concurrent.futures.TimeoutError:
+            self._late, self._late_method = future, method
+            late = MemoryCallTimeout(f"did not return within {self._timeout:g} s")
+            raise MemoryCallFailed(method, late) from None
+        except Exception as exc:
+            raise MemoryCallFailed(method, exc) from exc
+
+    def reset(self) -> None:
+        self._call("reset")
+
+    def ingest(self, message: Message, session: Session, /) -> None:
+        self._call("ingest", message, session)
+
+    def retrieve(self, query: str, /) -> str:
+        context = self._call("retrieve", query)
+        if not isinstance(context, str):
+            raise MemoryCallFailed("retrieve", TypeError(f"returned {_kind(context)}, not a str"))
+        return context
+
+    def search_turn_ids(self, query: str, k: int) -> list[str | None]:
+        """The ``turn_id`` of each hit of ``search(query, k)``, best first."""
+        hits = self._call("search", query, k)
+        if not isinstance(hits, Sequence) or isinstance(hits, (str, bytes)):
+            problem = f"returned {_kind(hits)}, not a sequence of hits"
+            raise MemoryCallFailed("search", TypeError(problem))
+        if len(hits) > k:
+            raise MemoryCallFailed("search", ValueError(f"returned {len(hits)} hits for k={k}"))
+        turn_ids: list[str | None] = []
+        for position, hit in enumerate(hits):
+            turn_id = getattr(hit, "turn_id", _MISSING)
+            if turn_id is not None and not isinstance(turn_id, str):
+                what = "no turn_id" if turn_id is _MISSING else f"turn_id {_kind(turn_id)}"
+                problem = f"hit {position} is {_kind(hit)} with {what} (expected a Hit)"
+                raise MemoryCallFailed("search", TypeError(problem))
+            turn_ids.append(turn_id)
+        return turn_ids
+
+    def close(self) -> None:
+        """Release the timing thread (a late call still running finishes on its own)."""
+        if self._worker is not None:
+            self._worker.close()
+
+
+_MISSING: Any = object()
+
+
+def _kind(value: object) -> str:
+    if inspect.iscoroutine(value):
+        value.close()  # never awaited: closed, so Python does not warn about it later
+        return "a coroutine (is the method 'async def'?)"
+    if value is None:
+        return "None"
+    return f"a {type(value).__name__}"
