@@ -48,11 +48,18 @@ def test_offline_run_prints_recall_table_and_writes_the_run_directory(
     assert {r["sample_id"] for r in results} == {"conv-26"}
     locomo = data_dir / "locomo" / "locomo10.json"
     assert manifest["dataset"]["sha256"] == hashlib.sha256(locomo.read_bytes()).hexdigest()
-    assert manifest["memory"] == {
+    memory = manifest["memory"]
+    assert {k: memory[k] for k in ("spec", "target", "arguments", "class", "repr")} == {
         "spec": "keyword",
+        "target": "himga.memory:KeywordMemory",
+        "arguments": {},
         "class": "himga.memory._keyword:KeywordMemory",
         "repr": "KeywordMemory(k=10)",
     }
+    assert memory["distribution"] == "himga"
+    assert len(memory["source_sha256"]) == 64
+    assert manifest["arguments"]["judge"] is False  # nothing was judged offline
+    assert manifest["judge"] is None
     assert manifest["llm"] is None
     assert set(manifest["prompt_hashes"]["answer"]) == {
         "answer_with_context",
@@ -112,18 +119,22 @@ def test_llm_run_answers_judges_resumes_and_never_writes_the_key(
         first_requests = server.request_count
         first_usage = _read(out)[2]["tokens"]["client_usage_this_invocation"]
         server.reset_stats()
-        # same --out: answers come from the checkpoint, verdicts from the cache
-        assert main(argv) == 0
+        # --resume: answers come from the checkpoint, verdicts from the cache
+        assert main([*argv, "--resume"]) == 0
         assert server.request_count == 0
     assert first_requests > 0
     captured = capsys.readouterr()
     assert "judge" in captured.out.splitlines()[0]
+    assert f"resumed {len(_read(out)[0])} of {len(_read(out)[0])} results from the checkpoint" in (
+        captured.out
+    )
     results, metrics, manifest = _read(out)
     assert all(r["prediction"] == "Caroline" and r["judge"] == 0.0 for r in results)
     assert metrics["counts"]["judged"] == len(results)
     assert manifest["llm"]["model"] == "fake-model"
     assert manifest["llm"]["provider"] == "anthropic"
     assert manifest["judge"]["model"] == "fake-model"
+    assert manifest["arguments"]["judge"] is True
     assert manifest["tokens"]["answer_input"] > 0
     assert manifest["tokens"]["client_usage_this_invocation"]["calls"] == 0  # all resumed
     assert first_usage["calls"] == first_requests // 2  # each prompt failed once, then succeeded
@@ -169,13 +180,15 @@ def test_missing_api_key_is_reported_before_any_work(
     assert not out.exists()
 
 
-def test_dataset_repairs_are_one_line_warnings(
+def test_dataset_repairs_are_one_summary_line(
     data_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     argv = ["eval", "--memory", "null", "--out", str(tmp_path / "run"), "--no-progress"]
     assert main(argv) == 0
     err = capsys.readouterr().err
-    assert "himga eval: EvidenceWarning: " in err
+    assert err.count("himga eval: EvidenceWarning: ") == 1
+    assert "3 evidence ids name no turn" in err
+    assert "`himga datasets --verbose locomo` lists them" in err
     assert "qa_pairs = " not in err  # no source line echoed
 
 
@@ -190,12 +203,12 @@ def test_failed_calls_are_reported_and_retried_by_a_rerun(
     with FakeLLMServer(responder=_responder, faults=[400] * 3) as server:
         monkeypatch.setenv("OPENAI_BASE_URL", server.openai_base_url)
         monkeypatch.setenv("OPENAI_API_KEY", "sk-openai-test-key")
-        assert main([*argv, "--no-judge", "--no-progress"]) == 0
+        assert main([*argv, "--no-judge", "--no-progress"]) == 3  # incomplete
         err = capsys.readouterr().err
-        assert "3 LLM calls failed after retries" in err
+        assert "incomplete: 3 LLM calls failed after retries" in err
         assert err.count("error: conv-26 ") == 3
         assert json.loads((out / "metrics.json").read_text("utf-8"))["counts"]["errors"] == 3
         server.reset_stats()
-        assert main([*argv, "--no-judge", "--no-progress"]) == 0
+        assert main([*argv, "--no-judge", "--no-progress", "--resume"]) == 0
         assert server.request_count == 3  # only the failed ones again
     assert json.loads((out / "metrics.json").read_text("utf-8"))["counts"]["errors"] == 0

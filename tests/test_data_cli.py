@@ -30,7 +30,12 @@ def test_lists_real_locomo_stats(
         "questions per category: multi-hop 282, temporal 321, open-domain 96, single-hop 841, "
         "adversarial 446" in out
     )
-    assert out.count("warning: ") == 3
+    assert out.count("warning: ") == 1  # one summary line for LoCoMo's three quirks
+    assert "warning: " + str(shared_datasets / "locomo" / "locomo10.json") + ": 3 evidence" in out
+    assert "'conv-47:q39'" not in out
+    assert main(["datasets", "locomo", "--verbose"]) == 0
+    verbose = capsys.readouterr().out
+    assert "'conv-47:q39': evidence id 'D4:36' names no turn" in verbose
     assert "longmemeval_m: " in out
     assert "not found: " in out
 

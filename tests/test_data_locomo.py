@@ -52,10 +52,16 @@ def test_real_counts(real: list[Sample]) -> None:
     assert len({qa.question_id for qa in questions}) == 1986
 
 
-def test_real_warnings_name_file_sample_and_question(shared_datasets: Path) -> None:
+def test_real_warnings_are_one_summary_naming_file_sample_and_question(
+    shared_datasets: Path,
+) -> None:
     with pytest.warns(EvidenceWarning) as record:
         load_dataset("locomo", path=shared_datasets / "locomo" / "locomo10.json")
-    messages = sorted(str(w.message) for w in record if w.category is EvidenceWarning)
+    [summary] = [w for w in record if w.category is EvidenceWarning]
+    assert "locomo10.json: 3 evidence ids name no turn" in str(summary.message)
+    assert "`himga datasets --verbose locomo` lists them" in str(summary.message)
+    assert summary.filename == __file__  # the caller's line, not the loader's
+    messages = sorted(summary.message.details)  # type: ignore[union-attr]
     assert len(messages) == 3
     assert all("locomo10.json" in m for m in messages)
     assert "'conv-42'" in messages[0]

@@ -5,7 +5,8 @@ from __future__ import annotations
 import argparse
 from collections.abc import Sequence
 
-from himga._cli import _check, _datasets, _eval
+import himga
+from himga._cli import _check, _compare, _datasets, _eval, _fake_llm, _memories, _report
 
 __all__ = ["main"]
 
@@ -15,8 +16,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="himga", description="Long-term conversational memory research tools."
     )
+    parser.add_argument("--version", action="version", version=f"himga {himga.__version__}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for command in (_check, _datasets, _eval):
+    for command in (_check, _compare, _datasets, _eval, _fake_llm, _memories, _report):
         command.register(commands)
     args = parser.parse_args(argv)
     code: int = args.handler(args)

@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 import traceback
 from typing import Any
 
 from himga._extras import MissingExtraError, require
-from himga.memory import MemoryLoadError, PluginImportError, load_memory
+from himga.memory import MemoryLoadError, PluginImportError, resolve_memory
 
 __all__ = ["register", "run"]
 
@@ -63,11 +62,8 @@ def run(args: argparse.Namespace) -> int:
         return _error(str(exc))
     from himga.testing import CONTRACTS, DEFAULT_MAX_EXAMPLES, ContractViolation, check_contract
 
-    # Like `python -m`, resolve module:attr specs against the current directory too.
-    if os.getcwd() not in sys.path and "" not in sys.path:
-        sys.path.insert(0, os.getcwd())
     try:
-        factory = load_memory(args.memory)
+        factory = resolve_memory(args.memory).factory
     except PluginImportError as exc:
         # The plug-in's own import failed: show where, not only what.
         traceback.print_exception(exc.__cause__ or exc, file=sys.stderr)

@@ -40,6 +40,11 @@ def register(commands: Any) -> None:
     )
     parser.add_argument("--path", help="read NAME from this file or directory (one NAME only)")
     parser.add_argument("--no-stats", action="store_true", help="only show where each resolves")
+    parser.add_argument(
+        "--verbose",
+        action="store_true",
+        help="list every known quirk of the files (file, sample, field), not only their counts",
+    )
     parser.set_defaults(handler=run)
 
 
@@ -87,4 +92,7 @@ def run(args: argparse.Namespace) -> int:
         print("  questions per category: " + ", ".join(f"{c} {n:,}" for c, n in per_category))
         for warning in caught:
             print(f"  warning: {warning.message}")
+            if args.verbose:
+                for detail in getattr(warning.message, "details", ()):
+                    print(f"    {detail}")
     return status

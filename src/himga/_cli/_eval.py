@@ -17,13 +17,32 @@ from pathlib import Path
 from typing import Any
 
 import himga
+from himga._cli._preflight import PreflightReport, preflight
 from himga.agent import BaseAgent, prompt_hashes
-from himga.eval import EvalResult, JudgeScores, batch_judge, compute_metrics, run_eval
+from himga.eval import (
+    EvalResult,
+    JudgeScores,
+    RunIdentity,
+    batch_judge,
+    compute_metrics,
+    run_eval,
+)
 from himga.eval._ranking import RANK_KS
 from himga.eval._run import memory_config
 from himga.llm._client import public_url
 
 __all__ = ["register", "run"]
+
+#: Exit status of a run that finished with some questions failed (memory or LLM errors).
+EXIT_INCOMPLETE = 3
+# The files of a run directory (--fresh removes them).
+_RUN_FILES = (
+    "checkpoint.jsonl",
+    "judge_cache.json",
+    "results.jsonl",
+    "metrics.json",
+    "manifest.json",
+)
 
 # Environment variables whose values must never be written anywhere.
 _SECRET_ENV = ("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "ANTHROPIC_AUTH_TOKEN")
@@ -36,8 +55,10 @@ def register(commands: Any) -> None:
         description=(
             "Ingest each sample into the memory, retrieve per question and, with --llm, "
             "answer and judge. Prints a per-category table; writes results.jsonl, "
-            "metrics.json and manifest.json into --out. Rerunning with the same --out "
-            "resumes from its checkpoint."
+            "metrics.json and manifest.json into --out. A pre-flight check of the memory "
+            "runs first. Exit status: 0 complete, 2 usage, configuration or pre-flight "
+            f"error, {EXIT_INCOMPLETE} finished but incomplete (a memory or LLM call failed "
+            "on some questions: recorded per question, excluded from the metrics)."
         ),
     )
     parser.add_argument("--dataset", default="locomo", help="dataset name (default: locomo)")
@@ -50,6 +71,27 @@ def register(commands: Any) -> None:
         help="registered memory name or module:attr factory (default: bm25)",
     )
     parser.add_argument(
+        "--memory-arg",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="constructor argument of the memory (repeatable; VALUE is JSON if it parses, "
+        "else a string), e.g. --memory-arg k=20",
+    )
+    parser.add_argument(
+        "--memory-timeout",
+        type=_positive_float,
+        default=None,
+        metavar="S",
+        help="fail a memory call that has not returned after S seconds (per call; default: "
+        "no limit); the question is recorded as a memory error",
+    )
+    parser.add_argument(
+        "--no-preflight",
+        action="store_true",
+        help="skip the pre-flight check of the memory (protocol shape and a quick kit pass)",
+    )
+    parser.add_argument(
         "--llm",
         choices=("anthropic", "openai"),
         default=None,
@@ -60,10 +102,20 @@ def register(commands: Any) -> None:
     parser.add_argument(
         "--out", type=Path, default=None, help="run directory (default: runs/<UTC timestamp>)"
     )
+    again = parser.add_mutually_exclusive_group()
+    again.add_argument(
+        "--resume",
+        action="store_true",
+        help="continue the run in --out from its checkpoint (refused if anything that "
+        "identifies the run changed)",
+    )
+    again.add_argument(
+        "--fresh", action="store_true", help="discard the run in --out and start over in place"
+    )
     parser.add_argument(
         "--judge",
         action=argparse.BooleanOptionalAction,
-        default=True,
+        default=None,
         help="judge the answers with the same LLM (default: on when --llm is given)",
     )
     parser.add_argument(
@@ -71,6 +123,17 @@ def register(commands: Any) -> None:
     )
     parser.add_argument("--no-progress", action="store_true", help="hide progress bars")
     parser.set_defaults(handler=run)
+
+
+def _positive_float(text: str) -> float:
+    value = float(text)
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"must be > 0, got {text}")
+    return value
+
+
+class RunDirectoryError(ValueError):
+    """The run directory holds another run (or none to resume)."""
 
 
 def run(args: argparse.Namespace) -> int:
@@ -82,6 +145,9 @@ def run(args: argparse.Namespace) -> int:
 
     if args.llm is None and args.model is not None:
         print("himga eval: --model needs --llm", file=sys.stderr)
+        return 2
+    if args.llm is None and args.judge:
+        print("himga eval: --judge needs --llm", file=sys.stderr)
         return 2
     for option in ("limit", "concurrency"):
         value = getattr(args, option)
@@ -95,6 +161,7 @@ def run(args: argparse.Namespace) -> int:
         LLMConfigError,
         MemoryLoadError,
         MissingExtraError,
+        RunDirectoryError,
         UnknownDatasetError,
     )
     with warnings.catch_warnings():
@@ -120,32 +187,86 @@ def _show_warning(
 
 def _evaluate(args: argparse.Namespace) -> int:
     from himga.data import load_dataset, resolve_dataset
-    from himga.memory import load_memory
+    from himga.eval import CheckpointMismatchError, run_identity
+    from himga.eval.judge import JUDGE_PROMPTS
+    from himga.memory import memory_provenance, parse_memory_arguments, resolve_memory
 
     started_at = _now()
     started = time.perf_counter()
-    # Cheap failures (memory spec, API key) before the dataset is read or fetched.
-    memory = load_memory(args.memory)()
+    # Cheap failures (memory spec, pre-flight, API key) before the dataset is read or fetched.
+    resolved = resolve_memory(args.memory, parse_memory_arguments(args.memory_arg))
+    report = None
+    if not args.no_preflight:
+        report = preflight(resolved, timeout=args.memory_timeout)
+        if report.failed is not None:
+            _print_preflight_failure(args, report)
+            return 2
+        if report.limited:
+            print(
+                f"himga eval: pre-flight: only {', '.join(report.checked) or 'nothing'} "
+                f"checked ({report.limited})",
+                file=sys.stderr,
+            )
+    memory = resolved.create()
     llm = None
     if args.llm is not None:
         from himga.llm import get_client
 
         llm = get_client(args.llm, model=args.model)
+    judging = llm is not None and args.judge is not False
     resolution = resolve_dataset(args.dataset, path=args.data_path)
+    dataset_sha256 = _checksum(resolution.path)
     samples = load_dataset(args.dataset, path=resolution.path, limit=args.limit)
     out: Path = args.out or Path("runs") / started_at.replace(":", "").replace("-", "")
-    out.mkdir(parents=True, exist_ok=True)
     agent = BaseAgent(memory=memory, llm=llm)
-    show = not args.no_progress
-    results = run_eval(
-        samples,
-        agent=agent,
-        show_progress=show,
-        checkpoint=out / "checkpoint.jsonl",
-        max_concurrency=args.concurrency,
+    provenance = memory_provenance(
+        [resolved.target.partition(":")[0].strip(), type(memory).__module__]
     )
+    judge_identity = None
+    if judging:
+        assert llm is not None
+        temperature = getattr(llm, "temperature", None)
+        judge_identity = {
+            "provider": llm.provider,
+            "model": llm.model,
+            "temperature": temperature if isinstance(temperature, (int, float)) else None,
+            "prompt_hashes": _hashes(JUDGE_PROMPTS),
+        }
+    identity = dataclasses.replace(
+        run_identity(
+            agent,
+            memory_spec=args.memory,
+            memory_arguments=dict(resolved.arguments),
+            judge=judge_identity,
+            dataset=args.dataset,
+            dataset_sha256=dataset_sha256,
+        ),
+        memory_distribution=provenance.distribution,
+        memory_version=provenance.version,
+        memory_source_sha256=provenance.source_sha256,
+    )
+    checkpoint = out / "checkpoint.jsonl"
+    _prepare_run_directory(args, out, checkpoint)
+    keys = {(s.sample_id, qa.question_id) for s in samples for qa in s.qa_pairs}
+    resumed = _resumable(checkpoint, identity, keys) if args.resume else 0
+    if resumed:
+        print(f"resumed {resumed} of {len(keys)} results from the checkpoint")
+    show = not args.no_progress
+    try:
+        results = run_eval(
+            samples,
+            agent=agent,
+            show_progress=show,
+            checkpoint=checkpoint,
+            max_concurrency=args.concurrency,
+            memory_timeout=args.memory_timeout,
+            identity=identity,
+        )
+    except CheckpointMismatchError as exc:
+        raise RunDirectoryError(f"{exc}; rerun with --fresh to start over in {out}") from exc
     judge: JudgeScores | None = None
-    if llm is not None and args.judge:
+    if judging:
+        assert llm is not None
         # Verdicts persist beside the checkpoint, so a resumed run re-asks none.
         cache_file = out / "judge_cache.json"
         cache = json.loads(cache_file.read_text("utf-8")) if cache_file.exists() else {}
@@ -158,29 +279,41 @@ def _evaluate(args: argparse.Namespace) -> int:
 
     _write_results(out / "results.jsonl", results, judge)
     _write_json(out / "metrics.json", metrics)
+    arguments = {
+        name: value if value is None or isinstance(value, (int, float, bool)) else str(value)
+        for name, value in sorted(vars(args).items())
+        if name not in ("handler", "command", "memory_arg")
+    }
+    arguments["judge"] = judge is not None
     manifest = {
         "himga_version": himga.__version__,
-        "arguments": {
-            name: value if value is None or isinstance(value, (int, bool)) else str(value)
-            for name, value in sorted(vars(args).items())
-            if name not in ("handler", "command")
-        },
+        "arguments": arguments,
         "started_at": started_at,
         "finished_at": _now(),
         "wall_time_s": round(wall, 3),
         "dataset": {
             "name": args.dataset,
             "path": str(resolution.path),
-            "sha256": _checksum(resolution.path),
+            "sha256": dataset_sha256,
             "limit": args.limit,
             "samples": len(samples),
             "questions": len(results),
         },
         "memory": {
             "spec": args.memory,
+            "target": resolved.target,
+            "arguments": dict(resolved.arguments),
             "class": f"{type(memory).__module__}:{type(memory).__qualname__}",
             "repr": memory_config(memory),
+            "distribution": provenance.distribution,
+            "version": provenance.version,
+            "source_sha256": provenance.source_sha256,
+            "source_files": len(provenance.files),
+            "timeout_s": args.memory_timeout,
         },
+        "preflight": None if report is None else report.describe(),
+        "run_identity": identity.fingerprint,
+        "resumed": resumed,
         "llm": _describe_llm(llm, args.concurrency),
         "prompt_hashes": {"answer": prompt_hashes()},
         "judge": None if judge is None else judge.describe(),
@@ -199,22 +332,90 @@ def _evaluate(args: argparse.Namespace) -> int:
     print(_redact(format_table(metrics)))
     counts = metrics["counts"]
     print(
-        f"{counts['questions']} questions, {counts['answered']} answered, "
-        f"{counts['errors']} errors; wrote {out}/results.jsonl, metrics.json, manifest.json"
+        f"{counts['questions']} questions, {counts['memory_errors']} memory errors, "
+        f"{counts['answered']} answered, {counts['errors']} LLM errors; "
+        f"wrote {out}/results.jsonl, metrics.json, manifest.json"
     )
+    for failure in metrics["memory_errors"][:3]:
+        print(
+            _redact(
+                f"memory error: {failure['sample_id']} {failure['question_id']}: "
+                f"{failure['method']} raised {failure['type']}: {failure['message']}"
+            ),
+            file=sys.stderr,
+        )
+    if counts["memory_errors"]:
+        print(
+            f"himga eval: incomplete: {counts['memory_errors']} questions failed in the memory "
+            f"(listed in metrics.json, excluded from the metrics)",
+            file=sys.stderr,
+        )
     for error in metrics["errors"][:3]:
-        # Failed calls are reported, never scored; rerunning with the same --out retries them.
+        # Failed calls are reported, never scored; rerunning with --resume retries them.
         print(
             _redact(f"error: {error['sample_id']} {error['question_id']}: {error['error']}"),
             file=sys.stderr,
         )
     if counts["errors"]:
         print(
-            f"himga eval: {counts['errors']} LLM calls failed after retries (listed in "
-            f"metrics.json); rerun with --out {out} to retry them",
+            f"himga eval: incomplete: {counts['errors']} LLM calls failed after retries "
+            f"(listed in metrics.json); rerun with --out {out} --resume to retry them",
             file=sys.stderr,
         )
-    return 0
+    return EXIT_INCOMPLETE if counts["errors"] or counts["memory_errors"] else 0
+
+
+def _print_preflight_failure(args: argparse.Namespace, report: PreflightReport) -> None:
+    lines = [f"himga eval: pre-flight failed: memory {args.memory!r} breaks [{report.failed}]:"]
+    lines.append(f"  {report.problem}")
+    if report.reproducer:
+        lines.append("  minimal reproducer:")
+        lines += [f"      {line}" for line in report.reproducer.splitlines()]
+    lines.append(
+        f"  see every contract: himga check {args.memory}  (or skip this check: --no-preflight)"
+    )
+    print(_redact("\n".join(lines)), file=sys.stderr)
+
+
+def _prepare_run_directory(args: argparse.Namespace, out: Path, checkpoint: Path) -> None:
+    """Refuse to mix runs: an existing run needs --resume or --fresh; --fresh clears it."""
+    exists = checkpoint.is_file()
+    if args.fresh:
+        for name in _RUN_FILES:
+            (out / name).unlink(missing_ok=True)
+    elif args.resume and not exists:
+        raise RunDirectoryError(f"--resume: {out} holds no run to resume (no {checkpoint.name})")
+    elif exists and not args.resume:
+        raise RunDirectoryError(
+            f"{out} already holds a run: pass --resume to continue it or --fresh to start over"
+        )
+    out.mkdir(parents=True, exist_ok=True)
+
+
+def _resumable(checkpoint: Path, identity: RunIdentity, keys: set[tuple[str, str]]) -> int:
+    """How many of ``keys`` the checkpoint holds finished; raises if it is another run's."""
+    from himga.eval import CheckpointMismatchError
+    from himga.eval._checkpoint import Checkpoint
+
+    store = Checkpoint(checkpoint, identity.to_dict())
+    try:
+        done = store.open()
+    except CheckpointMismatchError as exc:
+        raise RunDirectoryError(
+            f"{exc}; rerun with --fresh to start over in {checkpoint.parent}"
+        ) from exc
+    finally:
+        store.close()
+    return sum(
+        key in keys and r.error is None and r.memory_error is None for key, r in done.items()
+    )
+
+
+def _hashes(templates: Mapping[str, str]) -> dict[str, str]:
+    return {
+        name: hashlib.sha256(text.encode("utf-8")).hexdigest()
+        for name, text in sorted(templates.items())
+    }
 
 
 def _now() -> str:
@@ -292,10 +493,12 @@ def format_table(metrics: Mapping[str, Any]) -> str:
     """The per-category table of :func:`~himga.eval.compute_metrics` output, as text.
 
     Columns without a value in any row (e.g. answer metrics of an offline run)
-    are left out.
+    are left out, and so is ``mem-err`` (questions a memory call failed on,
+    excluded from the row's metrics) when no question failed.
     """
     columns = [
         ("n", "questions"),
+        ("mem-err", "memory_errors"),
         ("errors", "errors"),
         ("judge", "judge"),
         ("F1", "f1"),
@@ -312,7 +515,9 @@ def format_table(metrics: Mapping[str, Any]) -> str:
     shown = [
         (title, key)
         for title, key in columns
-        if key in ("questions", "errors") or any(block.get(key) is not None for _, block in rows)
+        if key in ("questions", "errors")
+        or (key == "memory_errors" and any(block.get(key) for _, block in rows))
+        or (key != "memory_errors" and any(block.get(key) is not None for _, block in rows))
     ]
     table = [["category", *(title for title, _ in shown)]]
     table += [[name, *(_cell(block.get(key)) for _, key in shown)] for name, block in rows]

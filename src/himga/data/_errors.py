@@ -77,7 +77,18 @@ class DownloadError(OSError):
 
 
 class DatasetWarning(UserWarning):
-    """Base class of the loaders' warnings: the data is loaded, but something is off."""
+    """Base class of the loaders' warnings: the data is loaded, but something is off.
+
+    Loading warns once per kind of quirk and dataset: the message counts them
+    (``summary`` says what they are) and ``details`` holds one line per quirk,
+    naming file, sample and field (``himga datasets --verbose`` prints them).
+    """
+
+    summary = "data quirks"
+
+    def __init__(self, message: str, details: tuple[str, ...] = ()) -> None:
+        super().__init__(message)
+        self.details = details
 
 
 class EvidenceWarning(DatasetWarning):
@@ -87,13 +98,19 @@ class EvidenceWarning(DatasetWarning):
     the question is kept.
     """
 
+    summary = "evidence ids name no turn or session of their sample (kept in evidence)"
+
 
 class DuplicateSessionWarning(DatasetWarning):
     """A LongMemEval haystack repeats a session id; the repeat is kept under ``"<id>#<k>"``."""
 
+    summary = "sessions repeat a session id of their haystack (kept as '<id>#<k>')"
+
 
 class UnknownCategoryWarning(DatasetWarning):
     """A LongMemEval ``question_type`` himga does not know; mapped to ``Category.UNKNOWN``."""
+
+    summary = "questions have an unknown question_type (kept as Category.UNKNOWN)"
 
 
 class UnverifiedDownloadWarning(DatasetWarning):

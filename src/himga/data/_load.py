@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import os
+import sys
+import warnings
 from collections.abc import Generator, Iterable, Iterator
 from contextlib import closing
+from pathlib import Path
 
-from himga.data._errors import DatasetError
+from himga.data._errors import DatasetError, DatasetWarning
 from himga.data._locomo import iter_locomo
 from himga.data._longmemeval import iter_longmemeval
 from himga.data._registry import get_spec
@@ -31,7 +34,9 @@ def iter_dataset(
     whatever their size. ``ids`` keeps only those sample ids (all must exist,
     else :class:`DatasetError` once the file is exhausted); ``limit`` stops after
     that many samples (the rest of the file is then not read, nor checked).
-    Malformed data raises :class:`DatasetError`.
+    Malformed data raises :class:`DatasetError`. Known quirks of a file warn
+    once per kind when iteration ends (:class:`DatasetWarning`: a count, with
+    one line per quirk in ``details``), attributed to the caller's line.
     """
     spec = get_spec(name)
     if limit is not None and (isinstance(limit, bool) or limit < 0):
@@ -44,7 +49,7 @@ def iter_dataset(
         samples = iter_locomo(resolution.path, name, wanted)
     else:
         samples = iter_longmemeval(resolution.path, name, wanted)
-    return _select(samples, resolution, limit, wanted)
+    return _select(_summarised(samples, name, resolution.path), resolution, limit, wanted)
 
 
 def load_dataset(
@@ -80,3 +85,51 @@ def _select(
     if wanted is not None and wanted - found:
         missing = ", ".join(sorted(wanted - found))
         raise DatasetError(resolution.path, f"no sample with id {missing}", field="sample_id")
+
+
+_DATA_PACKAGE = str(Path(__file__).resolve().parent)
+
+
+def _caller_stacklevel() -> int:
+    """The ``stacklevel`` that attributes a warning to the first frame outside himga.data."""
+    level, frame = 1, sys._getframe(1)
+    while frame.f_back is not None and frame.f_code.co_filename.startswith(_DATA_PACKAGE):
+        level, frame = level + 1, frame.f_back
+    return level
+
+
+def _summarised(
+    samples: Generator[Sample, None, None], name: str, path: Path
+) -> Generator[Sample, None, None]:
+    """``samples``, with the loader's warnings collected and re-issued as one per kind."""
+    found: dict[type[DatasetWarning], list[str]] = {}
+    try:
+        with closing(samples):
+            while True:
+                with warnings.catch_warnings(record=True) as caught:
+                    warnings.simplefilter("always")
+                    try:
+                        sample = next(samples)
+                    except StopIteration:
+                        return
+                    finally:
+                        _sort(caught, found)
+                yield sample
+    finally:
+        level = _caller_stacklevel()
+        for category, details in found.items():
+            message = (
+                f"{path}: {len(details)} {category.summary}; "
+                f"`himga datasets --verbose {name}` lists them"
+            )
+            warnings.warn(category(message, tuple(details)), stacklevel=level)
+
+
+def _sort(
+    caught: list[warnings.WarningMessage], found: dict[type[DatasetWarning], list[str]]
+) -> None:
+    for record in caught:
+        if isinstance(record.message, DatasetWarning):
+            found.setdefault(type(record.message), []).append(str(record.message))
+        else:  # not the loader's: passed on as it was
+            warnings.warn_explicit(record.message, record.category, record.filename, record.lineno)

@@ -6,13 +6,13 @@ BLEU-1, exact match) and :mod:`himga.eval.judge` (LLM-as-judge).
 
 from himga.eval._aggregate import compute_metrics, context_containment
 from himga.eval._checkpoint import CheckpointError, CheckpointMismatchError
+from himga.eval._identity import RunIdentity
 from himga.eval._ranking import (
     RANK_KS,
     all_evidence_recall_at_k,
     evidence_recall_at_k,
     ndcg_at_k,
 )
-from himga.eval._identity import RunIdentity
 from himga.eval._result import EvalResult, MemoryCallError
 from himga.eval._run import SEARCH_K, DuplicateQuestionError, arun_eval, run_eval, run_identity
 from himga.eval.judge import JudgeScores, abatch_judge, batch_judge

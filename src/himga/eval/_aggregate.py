@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import math
-from dataclasses import asdict
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import asdict
 from typing import Any
 
 from himga.data.schema import Category

@@ -1,10 +1,11 @@
 """The crash-safe JSONL checkpoint of an evaluation run.
 
 Layout: a header line ``{"himga_checkpoint": 2, "run": {...}}`` naming the run
-(a :meth:`RunIdentity.to_dict <himga.eval.RunIdentity.to_dict>`), then one :class:`EvalResult` per line. Each line is written with
-one ``write`` and made durable (flush + ``fsync``) before the next question
-counts as done, so a ``kill -9`` loses at most the line being written; that torn
-last line is cut off when the file is opened again.
+(:meth:`himga.eval.RunIdentity.to_dict`), then one :class:`EvalResult` per
+line. Each line is written with one ``write`` and made durable (flush +
+``fsync``) before the next question counts as done, so a ``kill -9`` loses at
+most the line being written; that torn last line is cut off when the file is
+opened again.
 """
 
 from __future__ import annotations

@@ -21,6 +21,7 @@ import concurrent.futures
 import inspect
 import queue
 import threading
+import weakref
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -42,6 +43,7 @@ class MemoryCallFailed(Exception):
 
     def __init__(self, method: str, error: BaseException) -> None:
         self.method = method
+        self.error = error
         self.error_type = type(error).__name__
         self.message = str(error)
         super().__init__(f"{method} raised {self.error_type}: {self.message}")
@@ -94,10 +96,14 @@ class GuardedMemory:
         self._memory = memory
         self._timeout = timeout
         self._worker = _Worker() if timeout is not None else None
+        if self._worker is not None:
+            weakref.finalize(self, self._worker.close)
         self._late: concurrent.futures.Future[Any] | None = None
         self._late_method = ""
 
-    def _call(self, method: str, *args: Any) -> Any:
+    def call(self, method: str, *args: Any) -> Any:
+        """``memory.<method>(*args)``, its return value unchecked; raises
+        :class:`MemoryCallFailed` if it raises or times out."""
         function = getattr(self._memory, method)
         if self._worker is None:
             try:
@@ -125,20 +131,20 @@ class GuardedMemory:
             raise MemoryCallFailed(method, exc) from exc
 
     def reset(self) -> None:
-        self._call("reset")
+        self.call("reset")
 
     def ingest(self, message: Message, session: Session, /) -> None:
-        self._call("ingest", message, session)
+        self.call("ingest", message, session)
 
     def retrieve(self, query: str, /) -> str:
-        context = self._call("retrieve", query)
+        context = self.call("retrieve", query)
         if not isinstance(context, str):
             raise MemoryCallFailed("retrieve", TypeError(f"returned {_kind(context)}, not a str"))
         return context
 
     def search_turn_ids(self, query: str, k: int) -> list[str | None]:
         """The ``turn_id`` of each hit of ``search(query, k)``, best first."""
-        hits = self._call("search", query, k)
+        hits = self.call("search", query, k)
         if not isinstance(hits, Sequence) or isinstance(hits, (str, bytes)):
             problem = f"returned {_kind(hits)}, not a sequence of hits"
             raise MemoryCallFailed("search", TypeError(problem))

@@ -265,9 +265,7 @@ async def arun_eval(
     finished: dict[tuple[str, str], EvalResult] = {}
     if store is not None:
         finished = {
-            key: r
-            for key, r in store.open().items()
-            if r.error is None and r.memory_error is None
+            key: r for key, r in store.open().items() if r.error is None and r.memory_error is None
         }
     total = (
         sum(len(sample.qa_pairs) for sample in samples) if isinstance(samples, Sequence) else None

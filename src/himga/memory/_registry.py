@@ -10,11 +10,13 @@ import os
 import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from importlib.metadata import Distribution, PackageNotFoundError, entry_points
+from importlib.metadata import Distribution, PackageNotFoundError, distributions, entry_points
 from importlib.metadata import distribution as find_distribution
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
+from urllib.parse import urlparse
+from urllib.request import url2pathname
 
 from himga.memory._protocol import BaseMemory
 
@@ -25,9 +27,9 @@ __all__ = [
     "MemoryLoadError",
     "MemoryPlugin",
     "MemoryProvenance",
-    "ResolvedMemory",
     "PluginConflictError",
     "PluginImportError",
+    "ResolvedMemory",
     "available_memories",
     "load_memory",
     "memory_provenance",
@@ -203,13 +205,13 @@ def memory_provenance(modules: Iterable[str]) -> MemoryProvenance:
         module = sys.modules.get(name)
         if module is None:
             raise ValueError(f"module {name!r} is not imported")
-        provider = _distribution_of(name.partition(".")[0])
+        module_file = getattr(module, "__file__", None)
+        provider = _distribution_of(name.partition(".")[0], module_file)
         distribution = distribution or provider
         if provider is not None and _installed_from_path(provider):
             top = sys.modules.get(name.partition(".")[0], module)
             for directory in getattr(top, "__path__", ()):
                 files.update(Path(directory).rglob("*.py"))
-        module_file = getattr(module, "__file__", None)
         if module_file:
             files.add(Path(module_file))
     digest = hashlib.sha256()
@@ -232,25 +234,45 @@ def _packages() -> Mapping[str, list[str]]:
     return packages_distributions()
 
 
-def _distribution_of(top_level: str) -> Distribution | None:
+def _distribution_of(top_level: str, module_file: str | None) -> Distribution | None:
     for name in _packages().get(top_level, []):
         try:
             return find_distribution(name)
         except PackageNotFoundError:
             continue
+    # An editable install records only its .pth file: match the project directory instead.
+    if module_file is not None:
+        where = Path(module_file).resolve()
+        for candidate in _path_installed():
+            root = _local_root(candidate)
+            if root is not None and where.is_relative_to(root):
+                return candidate
     return None
 
 
-def _installed_from_path(distribution: Distribution) -> bool:
-    """PEP 610: ``direct_url.json`` with a ``file:`` URL marks an install from a local path."""
+@functools.cache
+def _path_installed() -> tuple[Distribution, ...]:
+    return tuple(d for d in distributions() if _local_root(d) is not None)
+
+
+def _local_root(distribution: Distribution) -> Path | None:
+    """PEP 610: the local directory a distribution was installed from (``direct_url.json``
+    with a ``file:`` URL), ``None`` for an install from an index or an archive URL."""
     text = distribution.read_text("direct_url.json")
     if not text:
-        return False
+        return None
     try:
-        url = json.loads(text).get("url", "")
+        record = json.loads(text)
+        url = record.get("url", "")
     except (json.JSONDecodeError, AttributeError):
-        return False
-    return isinstance(url, str) and url.startswith("file:")
+        return None
+    if not isinstance(url, str) or not url.startswith("file:") or "dir_info" not in record:
+        return None
+    return Path(url2pathname(urlparse(url).path)).resolve()
+
+
+def _installed_from_path(distribution: Distribution) -> bool:
+    return _local_root(distribution) is not None
 
 
 @dataclass(frozen=True, slots=True)

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import random
+import re
 import threading
 import time
 import uuid
@@ -32,7 +33,13 @@ from typing_extensions import Self
 
 from himga.llm._protocol import ChatMessage
 
-__all__ = ["FakeLLMServer", "RecordedRequest", "echo_responder", "word_count"]
+__all__ = [
+    "FakeLLMServer",
+    "RecordedRequest",
+    "echo_responder",
+    "offline_responder",
+    "word_count",
+]
 
 Responder = Callable[[list[ChatMessage]], str]
 
@@ -72,6 +79,59 @@ def echo_responder(messages: list[ChatMessage]) -> str:
     """The default reply: ``"echo: "`` and the first 12 words of the last user message."""
     last_user = next((m["content"] for m in reversed(messages) if m["role"] == "user"), "")
     return "echo: " + " ".join(last_user.split()[:12])
+
+
+_WORD = re.compile(r"[a-z0-9]+")
+_ABSTAINED = ("not mentioned", "no information")
+
+
+def _words(text: str) -> set[str]:
+    return set(_WORD.findall(text.lower()))
+
+
+def _field(prompt: str, label: str, end: str) -> str:
+    _, found, rest = prompt.partition(label)
+    return rest.partition(end)[0].strip() if found else ""
+
+
+def offline_responder(messages: list[ChatMessage]) -> str:
+    """A reply that lets the whole LLM path run offline without a single echoed verdict.
+
+    * Judge prompts (mem0's LoCoMo judge, LongMemEval's yes / no prompts): a
+      verdict this function decides, never text copied from the prompt --
+      correct when every word of the gold answer occurs in the generated one
+      (an abstention prompt: when the response says "not mentioned" or "no
+      information"); ``{"label": "CORRECT"}`` / ``{"label": "WRONG"}`` or
+      ``yes`` / ``no``.
+    * Answer prompts (:meth:`~himga.agent.BaseAgent.build_prompt`): the first
+      line of the retrieved context, without its date and speaker, or "Not
+      mentioned in the conversation." when the prompt has no context.
+    * Anything else: :func:`echo_responder`.
+    """
+    prompt = next((m["content"] for m in reversed(messages) if m["role"] == "user"), "")
+    if "Generated answer:" in prompt and "Gold answer:" in prompt:
+        gold = _field(prompt, "Gold answer:", "\nGenerated answer:")
+        generated = _field(prompt, "Generated answer:", "\n")
+        correct = bool(_words(gold)) and _words(gold) <= _words(generated)
+        return json.dumps({"label": "CORRECT" if correct else "WRONG"})
+    if "Model Response:" in prompt:
+        response = _field(prompt, "Model Response:", "\n\n").lower()
+        if "Explanation:" in prompt:
+            correct = any(marker in response for marker in _ABSTAINED)
+        else:
+            label = "Rubric:" if "Rubric:" in prompt else "Correct Answer:"
+            expected = _words(_field(prompt, label, "\n\nModel Response:"))
+            correct = bool(expected) and expected <= _words(response)
+        return "yes" if correct else "no"
+    if prompt.endswith("Short answer:"):
+        if not prompt.startswith("Below is what you remember"):
+            return "Not mentioned in the conversation."
+        context = prompt.split("\n\n", 2)[1]
+        first = context.strip().splitlines()[0] if context.strip() else ""
+        # Reference memories write "[date] speaker: text" per line.
+        text = first.split("] ", 1)[-1].split(": ", 1)[-1].strip()
+        return text or "Not mentioned in the conversation."
+    return echo_responder(messages)
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,6 +192,7 @@ class FakeLLMServer:
     ``invalid_request_error`` body.
 
     ``latency`` seconds are slept in every request before it is answered.
+    ``port`` 0 (the default) binds a free port; ``base_url`` says which.
     Handles many concurrent connections (one daemon thread each).
     """
 
@@ -147,6 +208,7 @@ class FakeLLMServer:
         seed: int = 0,
         retry_after_ms: float | None = 1.0,
         api_key: str | None = None,
+        port: int = 0,
     ) -> None:
         if latency < 0:
             raise ValueError(f"latency must be >= 0 seconds, got {latency!r}")
@@ -166,6 +228,7 @@ class FakeLLMServer:
         self.fault_statuses = tuple(fault_statuses)
         self.retry_after_ms = retry_after_ms
         self._api_key = api_key
+        self._port = port
         self._rng = random.Random(seed)
         self._lock = threading.Lock()
         self._idle = threading.Condition(self._lock)
@@ -189,11 +252,11 @@ class FakeLLMServer:
     # -- lifecycle -----------------------------------------------------------------
 
     def start(self) -> Self:
-        """Bind a free port on 127.0.0.1 and serve from a daemon thread."""
+        """Bind ``port`` (default 0: a free one) on 127.0.0.1 and serve from a daemon thread."""
         if self._httpd is not None:
             raise RuntimeError("FakeLLMServer is already running")
         self._stopping.clear()
-        httpd = _HTTPServer(("127.0.0.1", 0), _Handler)
+        httpd = _HTTPServer(("127.0.0.1", self._port), _Handler)
         httpd.fake = self
         self._httpd = httpd
         self._thread = threading.Thread(
