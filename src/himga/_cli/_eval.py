@@ -260,6 +260,7 @@ def _evaluate(args: argparse.Namespace) -> int:
             checkpoint=checkpoint,
             max_concurrency=args.concurrency,
             memory_timeout=args.memory_timeout,
+            memory_factory=resolved.create,
             identity=identity,
         )
     except CheckpointMismatchError as exc:

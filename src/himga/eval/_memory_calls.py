@@ -10,9 +10,14 @@ call on a dedicated daemon thread and waiting for it at most that long. A call
 still running after its timeout is left to finish there; its result is thrown
 away. Until it returns the memory is never called again -- two calls are never
 in flight at once, so no state is shared between a late call and a new one --
-and every further call fails at once as :class:`MemoryBusyError`, except
-``reset`` (a sample's first call), which first waits up to one more timeout
-for the memory to come free. The daemon thread never keeps the process alive.
+and a call that finds it still running first waits up to one more timeout for
+it -- the first call after the timeout, and every ``reset`` (a sample's first
+call) -- and otherwise fails at once as :class:`MemoryBusyError`. A ``reset``
+that finds the memory still busy after that wait, given a ``factory``, gives
+up on the stuck instance: the next sample runs on a fresh one from the factory,
+on a fresh thread. So a call that was only slow costs its own question (and
+perhaps the next), a call that hangs for good costs the rest of its sample, and
+the run always ends. The daemon thread never keeps the process alive.
 """
 
 from __future__ import annotations
@@ -90,45 +95,67 @@ class GuardedMemory:
     :class:`MemoryCallFailed` (module docstring: what happens to a late call).
     """
 
-    def __init__(self, memory: Any, timeout: float | None = None) -> None:
+    def __init__(
+        self,
+        memory: Any,
+        timeout: float | None = None,
+        factory: Callable[[], Any] | None = None,
+    ) -> None:
         if timeout is not None and not timeout > 0:
             raise ValueError(f"memory timeout must be > 0 seconds, got {timeout!r}")
         self._memory = memory
+        self._factory = factory
         self._timeout = timeout
-        self._worker = _Worker() if timeout is not None else None
-        if self._worker is not None:
-            weakref.finalize(self, self._worker.close)
+        self._worker = self._start_worker() if timeout is not None else None
         self._late: concurrent.futures.Future[Any] | None = None
         self._late_method = ""
+        self._waited = False
+
+    def _start_worker(self) -> _Worker:
+        worker = _Worker()
+        weakref.finalize(self, worker.close)
+        return worker
 
     def call(self, method: str, *args: Any) -> Any:
         """``memory.<method>(*args)``, its return value unchecked; raises
         :class:`MemoryCallFailed` if it raises or times out."""
-        function = getattr(self._memory, method)
         if self._worker is None:
+            function = getattr(self._memory, method)
             try:
                 return function(*args)
             except Exception as exc:
                 raise MemoryCallFailed(method, exc) from exc
         if self._late is not None:
-            if method == "reset":
+            if method == "reset" or not self._waited:
+                self._waited = True
                 concurrent.futures.wait([self._late], timeout=self._timeout)
-            if not self._late.done():
+            if not self._late.done() and method == "reset" and self._factory is not None:
+                self._replace_stuck_memory()
+            elif not self._late.done():
                 busy = MemoryBusyError(
                     f"not called: the memory is still running a {self._late_method} call "
                     f"that exceeded the {self._timeout:g} s timeout"
                 )
                 raise MemoryCallFailed(method, busy)
             self._late = None
-        future = self._worker.submit(function, *args)
+        future = self._worker.submit(getattr(self._memory, method), *args)
         try:
             return future.result(timeout=self._timeout)
         except concurrent.futures.TimeoutError:
-            self._late, self._late_method = future, method
+            self._late, self._late_method, self._waited = future, method, False
             late = MemoryCallTimeout(f"did not return within {self._timeout:g} s")
             raise MemoryCallFailed(method, late) from None
         except Exception as exc:
             raise MemoryCallFailed(method, exc) from exc
+
+    def _replace_stuck_memory(self) -> None:
+        assert self._factory is not None and self._worker is not None
+        try:
+            fresh = self._factory()
+        except Exception as exc:
+            raise MemoryCallFailed("reset", exc) from exc
+        self._worker.close()  # the stuck call keeps the old thread until it returns
+        self._memory, self._worker, self._late = fresh, self._start_worker(), None
 
     def reset(self) -> None:
         self.call("reset")

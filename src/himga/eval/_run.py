@@ -7,7 +7,7 @@ import dataclasses
 import hashlib
 import os
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -20,7 +20,7 @@ from himga.eval._identity import RunIdentity
 from himga.eval._memory_calls import GuardedMemory, MemoryCallFailed
 from himga.eval._result import EvalResult, MemoryCallError
 from himga.llm._protocol import ChatMessage
-from himga.memory._protocol import SearchableMemory
+from himga.memory._protocol import BaseMemory, SearchableMemory
 from himga.memory._registry import memory_provenance
 
 __all__ = [
@@ -245,6 +245,7 @@ async def arun_eval(
     checkpoint: str | os.PathLike[str] | None = None,
     max_concurrency: int | None = None,
     memory_timeout: float | None = None,
+    memory_factory: Callable[[], BaseMemory] | None = None,
     identity: RunIdentity | None = None,
 ) -> list[EvalResult]:
     """The coroutine behind :func:`run_eval`, for callers already inside an event loop."""
@@ -256,7 +257,7 @@ async def arun_eval(
     if limit < 1:
         raise ValueError(f"max_concurrency must be >= 1, got {limit}")
     slots = asyncio.Semaphore(limit)
-    guarded = GuardedMemory(agent.memory, memory_timeout)
+    guarded = GuardedMemory(agent.memory, memory_timeout, memory_factory)
     searchable = isinstance(agent.memory, SearchableMemory)
     guarded_agent = agent.with_memory(guarded)
     store = None
@@ -342,6 +343,7 @@ def run_eval(
     checkpoint: str | os.PathLike[str] | None = None,
     max_concurrency: int | None = None,
     memory_timeout: float | None = None,
+    memory_factory: Callable[[], BaseMemory] | None = None,
     identity: RunIdentity | None = None,
 ) -> list[EvalResult]:
     """Evaluate ``agent`` on every question of ``samples``; one result per question, in order.
@@ -366,7 +368,9 @@ def run_eval(
     (``memory_error``; no LLM call is made for it) and the run goes on. A
     failed ``reset`` or ``ingest`` fails every question of its sample. A call
     that timed out is left running on its own daemon thread and the memory is
-    not called again until it returns (see ``docs/eval.md``).
+    not called again until it returns; if it is still running when the next
+    sample starts, that sample runs on a fresh memory from ``memory_factory``
+    (without one, it fails too). See ``docs/eval.md``.
 
     ``checkpoint`` names a JSONL file: every finished question is appended and
     fsync'd, and a rerun with the same file skips what is done (errors of
@@ -391,6 +395,7 @@ def run_eval(
             checkpoint=checkpoint,
             max_concurrency=max_concurrency,
             memory_timeout=memory_timeout,
+            memory_factory=memory_factory,
             identity=identity,
         )
     )
