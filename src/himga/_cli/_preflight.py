@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import importlib.util
+import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -108,6 +109,7 @@ def _protocol_shape(target: Any) -> list[str] | None:
         if spec is None or spec.loader is None:
             return None
         module = importlib.util.module_from_spec(spec)
+        sys.modules[spec.name] = module  # dataclasses look their module up while defining
         spec.loader.exec_module(module)
         standalone = getattr(module, "check_protocol_shape", None)
         if standalone is None:

@@ -90,7 +90,8 @@ def _words(text: str) -> set[str]:
 
 
 def _field(prompt: str, label: str, end: str) -> str:
-    _, found, rest = prompt.partition(label)
+    # The last occurrence: mem0's judge prompt shows an example "Gold answer:" first.
+    _, found, rest = prompt.rpartition(label)
     return rest.partition(end)[0].strip() if found else ""
 
 

@@ -1,0 +1,332 @@
+"""``himga eval`` a researcher can trust, through the real CLI on the real LoCoMo file.
+
+Every test runs ``python -m himga`` in a subprocess: pre-flight, memory errors
+as data, one spec resolution, resume that cannot go stale, ``himga memories``
+and ``--version``, the offline LLM path, and data warnings once. (``compare``
+and ``report`` are in ``test_cli_compare.py``.)
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import textwrap
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.trust_memories import MARKER
+
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
+TRUST = "tests.trust_memories"
+
+
+def himga(
+    *args: str, cwd: Path = PROJECT_ROOT, env: dict[str, str] | None = None, timeout: float = 120
+) -> subprocess.CompletedProcess[str]:
+    """``python -m himga ARGS`` with the shared data, its output captured."""
+    return subprocess.run(
+        [sys.executable, "-m", "himga", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=timeout,
+        env={**os.environ, **(env or {})},
+    )
+
+
+@pytest.fixture(autouse=True)
+def _data(shared_datasets: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HIMGA_DATA_DIR", str(shared_datasets))
+    # The project root importable from any cwd, as for an installed plug-in.
+    monkeypatch.setenv("PYTHONPATH", str(PROJECT_ROOT))
+
+
+def _results(out: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in (out / "results.jsonl").read_text("utf-8").splitlines()]
+
+
+def _json(path: Path) -> Any:
+    return json.loads(path.read_text("utf-8"))
+
+
+# -- pre-flight --------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("memory", "contract", "shown"),
+    [
+        ("AsyncRetrieve", "protocol-shape", "retrieve: is 'async def'"),
+        ("NoneRetrieve", "retrieve-returns-str", "# -> None"),
+        ("RaisingRetrieve", "retrieve-returns-str", "RuntimeError: retrieve is broken"),
+    ],
+)
+def test_preflight_names_contract_reproducer_and_check_command_and_exits_2(
+    tmp_path: Path, memory: str, contract: str, shown: str
+) -> None:
+    out = tmp_path / "run"
+    run = himga("eval", "--memory", f"{TRUST}:{memory}", "--out", str(out), "--no-progress")
+    assert run.returncode == 2, run.stderr
+    assert f"pre-flight failed: memory '{TRUST}:{memory}' breaks [{contract}]" in run.stderr
+    assert shown in run.stderr
+    assert f"himga check {TRUST}:{memory}" in run.stderr
+    assert "Traceback" not in run.stderr
+    assert not out.exists()  # nothing ingested, nothing written
+
+
+def test_a_hanging_memory_fails_preflight_under_a_memory_timeout(tmp_path: Path) -> None:
+    spec = f"{TRUST}:HangsAlways"
+    run = himga("eval", "--memory", spec, "--memory-timeout", "0.1", "--out", str(tmp_path / "r"))
+    assert run.returncode == 2, run.stderr
+    assert "breaks [retrieve-returns-str]" in run.stderr
+    assert "MemoryCallTimeout: did not return within 0.1 s" in run.stderr
+    assert "m1.retrieve(" in run.stderr  # the reproducer ends with the hanging call
+
+
+def test_without_hypothesis_preflight_still_checks_the_protocol_shape(tmp_path: Path) -> None:
+    hide = "import sys, runpy; sys.modules['hypothesis'] = None; "  # as if not installed
+    code = (
+        hide + "sys.argv = ['himga', *sys.argv[1:]]; runpy.run_module('himga', run_name='__main__')"
+    )
+    common = ["--limit", "1", "--no-progress"]
+
+    def run(memory: str, out: str) -> subprocess.CompletedProcess[str]:
+        argv = [sys.executable, "-c", code, "eval", "--memory", memory, "--out", out, *common]
+        return subprocess.run(argv, cwd=PROJECT_ROOT, capture_output=True, text=True, check=False)
+
+    broken = run(f"{TRUST}:AsyncRetrieve", str(tmp_path / "a"))
+    assert broken.returncode == 2, broken.stderr
+    assert "breaks [protocol-shape]" in broken.stderr
+    fine = run("keyword", str(tmp_path / "b"))
+    assert fine.returncode == 0, fine.stderr
+    assert "pre-flight: only protocol-shape checked" in fine.stderr
+    assert "pip install 'himga[testing]'" in fine.stderr
+    assert _json(tmp_path / "b" / "manifest.json")["preflight"]["checked"] == ["protocol-shape"]
+
+
+# -- memory errors are data ------------------------------------------------------------
+
+
+def _memory_errors(out: Path) -> list[dict[str, Any]]:
+    return [r["memory_error"] for r in _results(out) if r["memory_error"] is not None]
+
+
+def test_a_raising_retrieve_is_recorded_per_question_and_excluded_from_the_metrics(
+    tmp_path: Path,
+) -> None:
+    out = tmp_path / "run"
+    spec = f"{TRUST}:RaisesOnMarker"  # passes pre-flight: the kit never asks for the marker
+    run = himga("eval", "--memory", spec, "--limit", "1", "--out", str(out), "--no-progress")
+    assert run.returncode == 3, run.stderr  # finished, incomplete
+    results = _results(out)
+    assert len(results) == 199  # conv-26: nothing lost
+    failed = [r for r in results if r["memory_error"] is not None]
+    assert failed and all(MARKER in r["question"] for r in failed)
+    assert all(r["memory_error"] is None for r in results if MARKER not in r["question"])
+    first = failed[0]["memory_error"]
+    assert first == {
+        "sample_id": "conv-26",
+        "question_id": failed[0]["question_id"],
+        "method": "retrieve",
+        "type": "ValueError",
+        "message": f"cannot retrieve for {failed[0]['question']!r}",
+    }
+    metrics = _json(out / "metrics.json")
+    assert metrics["counts"]["memory_errors"] == len(failed)
+    per_category = Counter(r["category"] for r in failed)
+    for category, block in metrics["by_category"].items():
+        assert block["memory_errors"] == per_category[category]
+        assert block["with_evidence"] <= block["questions"] - block["memory_errors"]
+    assert "mem-err" in run.stdout.splitlines()[0]
+    assert f"incomplete: {len(failed)} questions failed in the memory" in run.stderr
+    assert f"memory error: conv-26 {failed[0]['question_id']}: retrieve raised" in run.stderr
+
+
+@pytest.mark.parametrize(
+    ("memory", "method", "kind"),
+    [
+        ("NoneRetrieve", "retrieve", "TypeError"),
+        ("AsyncRetrieve", "retrieve", "TypeError"),
+        ("DictHits", "search", "TypeError"),
+    ],
+)
+def test_wrong_return_types_are_recorded_without_preflight(
+    tmp_path: Path, memory: str, method: str, kind: str
+) -> None:
+    out = tmp_path / "run"
+    argv = ["--limit", "1", "--out", str(out), "--no-progress", "--no-preflight"]
+    run = himga("eval", "--memory", f"{TRUST}:{memory}", *argv)
+    assert run.returncode == 3, run.stderr
+    errors = _memory_errors(out)
+    assert len(errors) == len(_results(out)) == 199
+    assert {(e["method"], e["type"]) for e in errors} == {(method, kind)}
+    assert "RuntimeWarning" not in run.stderr  # an unawaited coroutine is closed, not leaked
+
+
+def test_an_ingest_error_fails_its_sample_not_the_run(tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    spec = f"{TRUST}:IngestRaisesOnMarker"
+    run = himga("eval", "--memory", spec, "--limit", "2", "--out", str(out), "--no-progress")
+    assert run.returncode == 3, run.stderr
+    results = _results(out)
+    by_sample = Counter(r["sample_id"] for r in results if r["memory_error"] is not None)
+    assert by_sample == {"conv-26": 199}  # every question of conv-26, none of conv-30
+    assert {r["sample_id"] for r in results} == {"conv-26", "conv-30"}
+    assert all(e["method"] == "ingest" and e["message"] == "disk full" for e in _memory_errors(out))
+    assert _json(out / "metrics.json")["overall_with_adversarial"]["ranked"] > 0  # conv-30 scored
+
+
+def test_a_hanging_call_times_out_costs_its_sample_and_the_run_goes_on(tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    argv = ["--limit", "2", "--out", str(out), "--no-progress", "--no-preflight"]
+    run = himga("eval", "--memory", f"{TRUST}:HangsOnMarker", "--memory-timeout", "0.2", *argv)
+    assert run.returncode == 3, run.stderr
+    results = _results(out)
+    assert len(results) == 199 + 105
+    errors = _memory_errors(out)
+    # conv-26's first question names the marker and never returns; the call keeps
+    # its thread, the rest of the sample is not called, conv-30 gets a fresh memory.
+    assert errors[0]["type"] == "MemoryCallTimeout"
+    assert {e["type"] for e in errors[1:]} == {"MemoryBusyError"}
+    assert {e["sample_id"] for e in errors} == {"conv-26"}
+    assert all(r["memory_error"] is None for r in results if r["sample_id"] == "conv-30")
+    assert _json(out / "manifest.json")["memory"]["timeout_s"] == 0.2
+
+
+# -- one spec resolution, arguments, listing ---------------------------------------------
+
+_LOCAL_MEMORY = """
+    from himga.memory import KeywordMemory
+
+
+    class LocalMemory(KeywordMemory):
+        '''A memory in the current directory, as a plug-in author starts.'''
+
+        VERSION = {version}
+
+        def __repr__(self) -> str:
+            return f"LocalMemory(k={{self.k}})"
+"""
+
+
+def _write_local(directory: Path, version: int) -> None:
+    source = textwrap.dedent(_LOCAL_MEMORY.format(version=version))
+    (directory / "localmem.py").write_text(source, "utf-8")
+
+
+def test_memory_args_and_current_directory_resolve_for_eval_and_check(tmp_path: Path) -> None:
+    _write_local(tmp_path, version=1)
+    out = tmp_path / "run"
+    argv = ["--memory", "localmem:LocalMemory", "--memory-arg", "k=3", "--limit", "1"]
+    run = himga("eval", *argv, "--out", str(out), "--no-progress", cwd=tmp_path)
+    assert run.returncode == 0, run.stderr
+    memory = _json(out / "manifest.json")["memory"]
+    assert memory["arguments"] == {"k": 3}  # JSON when it parses
+    assert memory["repr"] == "LocalMemory(k=3)"
+    assert memory["distribution"] is None  # no installed distribution provides it
+    check = himga("check", "localmem:LocalMemory", "--max-examples", "5", cwd=tmp_path)
+    assert check.returncode == 0, check.stdout + check.stderr
+    bad = himga("eval", "--memory", "bm25", "--memory-arg", "nope=x", "--out", str(tmp_path / "b"))
+    assert bad.returncode == 2
+    assert "cannot create memory 'bm25' with nope='x': TypeError" in bad.stderr
+    assert "Traceback" not in bad.stderr
+
+
+def test_memories_lists_registered_names_without_importing_plugins(tmp_path: Path) -> None:
+    info = tmp_path / "loudplugin-2.5.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: loudplugin\nVersion: 2.5\n")
+    (info / "entry_points.txt").write_text("[himga.memories]\nloud = loudmod:Loud\n")
+    flag = tmp_path / "imported"
+    (tmp_path / "loudmod.py").write_text(f"open({str(flag)!r}, 'w').close()\n")
+    run = himga("memories", env={"PYTHONPATH": f"{tmp_path}{os.pathsep}{PROJECT_ROOT}"})
+    assert run.returncode == 0, run.stderr
+    rows = {line.split()[0]: line.split()[1:] for line in run.stdout.splitlines()[1:]}
+    assert run.stdout.split()[:4] == ["name", "distribution", "version", "target"]
+    assert rows["bm25"][0] == "himga" and rows["bm25"][2] == "himga.memory:BM25Memory"
+    assert rows["loud"] == ["loudplugin", "2.5", "loudmod:Loud"]
+    assert not flag.exists()  # listed from metadata, never imported
+    version = himga("--version")
+    assert version.returncode == 0
+    assert version.stdout.strip().startswith("himga ")
+
+
+# -- resume that cannot go stale ---------------------------------------------------------
+
+
+def test_a_changed_memory_source_refuses_to_resume_until_fresh(tmp_path: Path) -> None:
+    _write_local(tmp_path, version=1)
+    out = tmp_path / "run"
+    argv = ["eval", "--memory", "localmem:LocalMemory", "--limit", "1", "--out", str(out)]
+    argv += ["--no-progress", "--no-preflight"]
+    assert himga(*argv, cwd=tmp_path).returncode == 0
+    again = himga(*argv, cwd=tmp_path)
+    assert again.returncode == 2  # an existing run is never mixed into silently
+    assert "--resume to continue it or --fresh to start over" in again.stderr
+    resumed = himga(*argv, "--resume", cwd=tmp_path)
+    assert resumed.returncode == 0, resumed.stderr
+    assert "resumed 199 of 199 results from the checkpoint" in resumed.stdout
+
+    _write_local(tmp_path, version=2)  # same class, same repr, other code
+    stale = himga(*argv, "--resume", cwd=tmp_path)
+    assert stale.returncode == 2
+    assert "differs in memory_source_sha256" in stale.stderr
+    assert "--fresh" in stale.stderr
+    other_args = himga(*argv, "--resume", "--memory-arg", "k=3", cwd=tmp_path)
+    assert "memory_arguments.k: null != 3" in other_args.stderr
+    fresh = himga(*argv, "--fresh", cwd=tmp_path)
+    assert fresh.returncode == 0, fresh.stderr
+    assert "resumed" not in fresh.stdout
+    manifest = _json(out / "manifest.json")
+    assert manifest["resumed"] == 0
+    assert len(manifest["run_identity"]) == 64
+
+
+# -- the LLM path, offline ---------------------------------------------------------------
+
+
+def test_fake_llm_serves_the_llm_path_without_echoed_verdicts(tmp_path: Path) -> None:
+    server = subprocess.Popen(
+        [sys.executable, "-m", "himga", "fake-llm", "--port", "0"],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert server.stdout is not None
+        base_url = server.stdout.readline().split()[4]
+        assert base_url.startswith("http://127.0.0.1:")
+        out = tmp_path / "run"
+        env = {"ANTHROPIC_BASE_URL": base_url, "ANTHROPIC_API_KEY": "fake"}
+        argv = ["--memory", "bm25", "--llm", "anthropic", "--model", "fake", "--limit", "1"]
+        run = himga("eval", *argv, "--out", str(out), "--no-progress", env=env)
+        assert run.returncode == 0, run.stderr
+    finally:
+        server.send_signal(signal.SIGTERM)
+        stopped, _ = server.communicate(timeout=30)
+    assert server.returncode == 0
+    assert "stopped after" in stopped
+    metrics = _json(out / "metrics.json")
+    manifest = _json(out / "manifest.json")
+    assert manifest["arguments"]["judge"] is True and manifest["judge"]["errors"] == 0
+    results = _results(out)
+    assert all(r["prediction"] for r in results)
+    # The echo responder put the prompt, verdict words included, into every verdict
+    # (judge 1.0 beside F1 0.009); these verdicts follow the responder's own rule.
+    for r in results:
+        said = set(re.findall(r"[a-z0-9]+", r["prediction"].lower()))
+        if r["category"] == "adversarial":
+            expected = "not mentioned" in r["prediction"].lower()
+        else:
+            gold = set(re.findall(r"[a-z0-9]+", r["answer"].lower()))
+            expected = bool(gold) and gold <= said
+        assert r["judge"] == float(expected), r
+    overall = metrics["overall_with_adversarial"]
+    assert overall["judged"] == len(results)
+    assert overall["judge"] < 0.5 and overall["f1"] < 0.5
