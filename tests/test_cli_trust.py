@@ -128,7 +128,8 @@ def test_a_raising_retrieve_is_recorded_per_question_and_excluded_from_the_metri
     results = _results(out)
     assert len(results) == 199  # conv-26: nothing lost
     failed = [r for r in results if r["memory_error"] is not None]
-    assert failed and all(MARKER in r["question"] for r in failed)
+    assert failed
+    assert all(MARKER in r["question"] for r in failed)
     assert all(r["memory_error"] is None for r in results if MARKER not in r["question"])
     first = failed[0]["memory_error"]
     assert first == {
@@ -250,7 +251,8 @@ def test_memories_lists_registered_names_without_importing_plugins(tmp_path: Pat
     assert run.returncode == 0, run.stderr
     rows = {line.split()[0]: line.split()[1:] for line in run.stdout.splitlines()[1:]}
     assert run.stdout.split()[:4] == ["name", "distribution", "version", "target"]
-    assert rows["bm25"][0] == "himga" and rows["bm25"][2] == "himga.memory:BM25Memory"
+    assert rows["bm25"][0] == "himga"
+    assert rows["bm25"][2] == "himga.memory:BM25Memory"
     assert rows["loud"] == ["loudplugin", "2.5", "loudmod:Loud"]
     assert not flag.exists()  # listed from metadata, never imported
     version = himga("--version")
@@ -314,7 +316,8 @@ def test_fake_llm_serves_the_llm_path_without_echoed_verdicts(tmp_path: Path) ->
     assert "stopped after" in stopped
     metrics = _json(out / "metrics.json")
     manifest = _json(out / "manifest.json")
-    assert manifest["arguments"]["judge"] is True and manifest["judge"]["errors"] == 0
+    assert manifest["arguments"]["judge"] is True
+    assert manifest["judge"]["errors"] == 0
     results = _results(out)
     assert all(r["prediction"] for r in results)
     # The echo responder put the prompt, verdict words included, into every verdict
@@ -329,4 +332,5 @@ def test_fake_llm_serves_the_llm_path_without_echoed_verdicts(tmp_path: Path) ->
         assert r["judge"] == float(expected), r
     overall = metrics["overall_with_adversarial"]
     assert overall["judged"] == len(results)
-    assert overall["judge"] < 0.5 and overall["f1"] < 0.5
+    assert overall["judge"] < 0.5
+    assert overall["f1"] < 0.5

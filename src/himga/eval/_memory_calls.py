@@ -149,7 +149,8 @@ class GuardedMemory:
             raise MemoryCallFailed(method, exc) from exc
 
     def _replace_stuck_memory(self) -> None:
-        assert self._factory is not None and self._worker is not None
+        assert self._factory is not None
+        assert self._worker is not None
         try:
             fresh = self._factory()
         except Exception as exc:
