@@ -13,20 +13,26 @@ from himga.eval._ranking import (
     evidence_recall_at_k,
     ndcg_at_k,
 )
+from himga.eval._ray import RayExecutor, WorkerStartError
 from himga.eval._result import EvalResult, MemoryCallError
 from himga.eval._run import SEARCH_K, DuplicateQuestionError, arun_eval, run_eval, run_identity
+from himga.eval._spec import AgentSpec, AgentSpecError
 from himga.eval.judge import JudgeScores, abatch_judge, batch_judge
 
 __all__ = [
     "RANK_KS",
     "SEARCH_K",
+    "AgentSpec",
+    "AgentSpecError",
     "CheckpointError",
     "CheckpointMismatchError",
     "DuplicateQuestionError",
     "EvalResult",
     "JudgeScores",
     "MemoryCallError",
+    "RayExecutor",
     "RunIdentity",
+    "WorkerStartError",
     "abatch_judge",
     "all_evidence_recall_at_k",
     "arun_eval",

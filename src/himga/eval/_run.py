@@ -9,7 +9,7 @@ import os
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tqdm.auto import tqdm
 
@@ -19,9 +19,13 @@ from himga.eval._checkpoint import Checkpoint, CheckpointMismatchError
 from himga.eval._identity import RunIdentity
 from himga.eval._memory_calls import GuardedMemory, MemoryCallFailed
 from himga.eval._result import EvalResult, MemoryCallError
+from himga.eval._spec import AgentSpec
 from himga.llm._protocol import ChatMessage
 from himga.memory._protocol import BaseMemory, SearchableMemory
 from himga.memory._registry import memory_provenance
+
+if TYPE_CHECKING:
+    from himga.eval._ray import RayExecutor
 
 __all__ = [
     "SEARCH_K",
@@ -240,15 +244,42 @@ async def _answer(
 async def arun_eval(
     samples: Iterable[Sample],
     *,
-    agent: BaseAgent,
+    agent: BaseAgent | AgentSpec,
     show_progress: bool = True,
     checkpoint: str | os.PathLike[str] | None = None,
     max_concurrency: int | None = None,
     memory_timeout: float | None = None,
     memory_factory: Callable[[], BaseMemory] | None = None,
     identity: RunIdentity | None = None,
+    executor: RayExecutor | None = None,
 ) -> list[EvalResult]:
     """The coroutine behind :func:`run_eval`, for callers already inside an event loop."""
+    if isinstance(agent, AgentSpec):
+        if executor is not None:
+            if max_concurrency is not None or memory_factory is not None:
+                raise ValueError(
+                    "with an executor, LLM concurrency is the executor's llm_concurrency_total "
+                    "and each worker's memory factory is the spec's: pass neither "
+                    "max_concurrency nor memory_factory"
+                )
+            return await asyncio.to_thread(
+                executor.evaluate,
+                samples,
+                spec=agent,
+                show_progress=show_progress,
+                checkpoint=checkpoint,
+                memory_timeout=memory_timeout,
+                identity=identity,
+            )
+        spec = agent
+        agent = spec.build()
+        memory_factory = memory_factory or spec.resolve_memory().create
+        identity = identity or spec.run_identity(agent)
+    elif executor is not None:
+        raise TypeError(
+            "an executor builds the agent in its workers: pass agent=AgentSpec(...), "
+            f"not a live {type(agent).__name__}"
+        )
     llm = agent.llm
     if max_concurrency is not None:
         limit = max_concurrency
@@ -338,13 +369,14 @@ async def arun_eval(
 def run_eval(
     samples: Iterable[Sample],
     *,
-    agent: BaseAgent,
+    agent: BaseAgent | AgentSpec,
     show_progress: bool = True,
     checkpoint: str | os.PathLike[str] | None = None,
     max_concurrency: int | None = None,
     memory_timeout: float | None = None,
     memory_factory: Callable[[], BaseMemory] | None = None,
     identity: RunIdentity | None = None,
+    executor: RayExecutor | None = None,
 ) -> list[EvalResult]:
     """Evaluate ``agent`` on every question of ``samples``; one result per question, in order.
 
@@ -386,6 +418,12 @@ def run_eval(
     way (another dataset version). Raises
     :class:`DuplicateQuestionError` when two questions share a
     ``(sample_id, question_id)``.
+
+    ``agent`` may be an :class:`~himga.eval.AgentSpec`: the agent is then built
+    from it (the memory factory and the identity too, unless given). With an
+    ``executor`` (:class:`~himga.eval.RayExecutor`; the default runs here) the
+    spec is built in the executor's workers, and the results, checkpoint and
+    identity are those of the local run; see ``docs/scale.md``.
     """
     return asyncio.run(
         arun_eval(
@@ -397,5 +435,6 @@ def run_eval(
             memory_timeout=memory_timeout,
             memory_factory=memory_factory,
             identity=identity,
+            executor=executor,
         )
     )

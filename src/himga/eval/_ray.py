@@ -1,0 +1,353 @@
+"""The Ray executor: one actor per worker builds the agent from a spec; the driver keeps the run."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from collections import deque
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from tqdm.auto import tqdm
+
+from himga._extras import require
+from himga.data.schema import QAPair, Sample, Session
+from himga.eval._checkpoint import Checkpoint
+from himga.eval._identity import RunIdentity
+from himga.eval._result import EvalResult
+from himga.eval._spec import AgentSpec
+
+__all__ = ["RayExecutor", "WorkerStartError"]
+
+#: Samples in flight per actor: one running, one queued behind it, so an actor
+#: never waits for the driver and a lost actor costs at most two samples' work.
+SAMPLES_IN_FLIGHT = 2
+
+
+class WorkerStartError(RuntimeError):
+    """A Ray worker could not build the agent, or built one whose run identity differs
+    from the run's (the message names the differing fields): its results would not
+    belong to this run, so the run does not start."""
+
+
+@dataclass(frozen=True)
+class _Shipped:
+    """A sample with only its pending questions, as plain picklable data (a
+    :class:`~himga.data.Sample` holds a read-only mapping, which pickle refuses;
+    the metadata never reaches the agent anyway)."""
+
+    sample_id: str
+    dataset: str
+    sessions: tuple[Session, ...]
+    qa_pairs: tuple[QAPair, ...]
+    speakers: tuple[str, ...]
+    question_date: str | None
+
+    @classmethod
+    def of(cls, sample: Sample, pending: Sequence[QAPair]) -> _Shipped:
+        return cls(
+            sample_id=sample.sample_id,
+            dataset=sample.dataset,
+            sessions=tuple(sample.sessions),
+            qa_pairs=tuple(pending),
+            speakers=tuple(sample.speakers),
+            question_date=sample.question_date,
+        )
+
+    def sample(self) -> Sample:
+        return Sample(
+            sample_id=self.sample_id,
+            dataset=self.dataset,
+            sessions=self.sessions,
+            qa_pairs=self.qa_pairs,
+            speakers=self.speakers,
+            question_date=self.question_date,
+        )
+
+
+class _Worker:
+    """The body of one actor: the agent, built once from the spec, evaluates samples."""
+
+    def __init__(
+        self,
+        spec: AgentSpec,
+        context: Mapping[str, Any],
+        max_concurrency: int | None,
+        memory_timeout: float | None,
+    ) -> None:
+        self._spec = spec
+        self._agent = spec.build()
+        self._factory = spec.resolve_memory().create
+        self._identity = spec.run_identity(self._agent, **context)
+        self._max_concurrency = max_concurrency
+        self._memory_timeout = memory_timeout
+
+    def identity(self) -> dict[str, Any]:
+        """The run identity of the agent this actor built."""
+        return self._identity.to_dict()
+
+    def evaluate(self, shipped: _Shipped) -> list[dict[str, Any]]:
+        """Every pending question of one sample, evaluated as the local loop does."""
+        from himga.eval._run import run_eval
+
+        results = run_eval(
+            [shipped.sample()],
+            agent=self._agent,
+            show_progress=False,
+            max_concurrency=self._max_concurrency,
+            memory_timeout=self._memory_timeout,
+            memory_factory=self._factory,
+        )
+        return [result.to_dict() for result in results]
+
+
+def _ray() -> Any:
+    return require("ray", extra="ray", purpose="the Ray executor (RayExecutor, himga eval --ray)")
+
+
+@dataclass(frozen=True)
+class RayExecutor:
+    """Run an evaluation on a Ray cluster: ``run_eval(samples, agent=spec, executor=...)``.
+
+    ``address`` is passed to :func:`ray.init` (``"auto"``: the cluster this
+    machine belongs to; ``None``: a new local one) unless Ray is already
+    initialised in this process, whose cluster is then used. ``num_workers``
+    actors are started, each reserving ``worker_resources`` (``"CPU"``,
+    ``"GPU"`` and custom resources; default one CPU), and each builds the agent
+    from the :class:`~himga.eval.AgentSpec` once -- reading API keys from its
+    own environment -- and reports its run identity; the run is refused
+    (:class:`WorkerStartError`) unless every worker's equals the run's.
+
+    The unit of work is one sample with its pending questions, at most
+    :data:`SAMPLES_IN_FLIGHT` per actor. An actor that dies is restarted up
+    to ``max_restarts`` times, and the samples it held are retried up to
+    ``max_task_retries`` times (delivery is at least once: a retried sample's
+    LLM calls may be made twice); the driver keeps the first result per
+    question. A sample that still fails is recorded on each of its questions
+    as an ``error`` (retried by a resumed run), never dropped. Only the driver
+    writes the checkpoint, in the local format.
+
+    ``llm_concurrency_total`` caps LLM calls in flight over all workers
+    together (each gets ``llm_concurrency_total // num_workers``); without it
+    each worker uses its client's ``max_concurrency``, so the cluster makes up
+    to ``num_workers`` times as many calls at once.
+    """
+
+    address: str | None = "auto"
+    num_workers: int = 2
+    worker_resources: Mapping[str, float] = field(default_factory=lambda: {"CPU": 1})
+    llm_concurrency_total: int | None = None
+    max_restarts: int = 3
+    max_task_retries: int = 3
+
+    def __post_init__(self) -> None:
+        if self.num_workers < 1:
+            raise ValueError(f"num_workers must be >= 1, got {self.num_workers}")
+        if self.max_restarts < 0 or self.max_task_retries < 0:
+            raise ValueError(
+                "max_restarts and max_task_retries must be >= 0 (bounded), got "
+                f"{self.max_restarts} and {self.max_task_retries}"
+            )
+        if self.llm_concurrency_total is not None and self.llm_concurrency_total < self.num_workers:
+            raise ValueError(
+                f"llm_concurrency_total={self.llm_concurrency_total} leaves a worker without "
+                f"an LLM call: it must be >= num_workers ({self.num_workers})"
+            )
+        if any(value < 0 for value in self.worker_resources.values()):
+            raise ValueError(f"worker_resources must be >= 0, got {dict(self.worker_resources)}")
+
+    def _actor_options(self) -> dict[str, Any]:
+        resources = dict(self.worker_resources)
+        options: dict[str, Any] = {
+            "num_cpus": resources.pop("CPU", 0),
+            "num_gpus": resources.pop("GPU", 0),
+            "max_restarts": self.max_restarts,
+            "max_task_retries": self.max_task_retries,
+        }
+        if resources:
+            options["resources"] = resources
+        return options
+
+    def evaluate(
+        self,
+        samples: Iterable[Sample],
+        *,
+        spec: AgentSpec,
+        show_progress: bool = True,
+        checkpoint: str | os.PathLike[str] | None = None,
+        memory_timeout: float | None = None,
+        identity: RunIdentity | None = None,
+    ) -> list[EvalResult]:
+        """What :func:`~himga.eval.run_eval` returns for ``spec`` run here, computed on Ray.
+
+        ``identity`` (default: the workers' common one) keys the checkpoint;
+        the judge and dataset it names are passed to the workers, whose
+        identities must equal it.
+        """
+        from himga.eval._run import DuplicateQuestionError, _check_resumed
+
+        ray = _ray()
+        if not ray.is_initialized():
+            ray.init(address=self.address, include_dashboard=False, log_to_driver=False)
+        samples = list(samples)
+        order: list[tuple[str, str]] = []
+        seen: set[tuple[str, str]] = set()
+        for sample in samples:
+            for qa in sample.qa_pairs:
+                key = (sample.sample_id, qa.question_id)
+                if key in seen:
+                    raise DuplicateQuestionError(
+                        f"sample {sample.sample_id!r}: question id {qa.question_id!r} repeats"
+                    )
+                seen.add(key)
+                order.append(key)
+        context = {}
+        if identity is not None:
+            context = {
+                "judge": identity.judge,
+                "dataset": identity.dataset,
+                "dataset_sha256": identity.dataset_sha256,
+            }
+        per_worker = None
+        if self.llm_concurrency_total is not None:
+            per_worker = self.llm_concurrency_total // self.num_workers
+        actor_class = ray.remote(_Worker).options(**self._actor_options())
+        actors = [
+            actor_class.remote(spec, context, per_worker, memory_timeout)
+            for _ in range(self.num_workers)
+        ]
+        try:
+            return self._drive(
+                ray, actors, samples, order, identity, checkpoint, show_progress, _check_resumed
+            )
+        finally:
+            for actor in actors:
+                ray.kill(actor, no_restart=True)
+
+    def _drive(
+        self,
+        ray: Any,
+        actors: list[Any],
+        samples: list[Sample],
+        order: list[tuple[str, str]],
+        identity: RunIdentity | None,
+        checkpoint: str | os.PathLike[str] | None,
+        show_progress: bool,
+        check_resumed: Any,
+    ) -> list[EvalResult]:
+        reported = []
+        for number, actor in enumerate(actors):
+            try:
+                reported.append(RunIdentity.from_dict(ray.get(actor.identity.remote())))
+            except ray.exceptions.RayError as exc:
+                raise WorkerStartError(
+                    f"Ray worker {number} could not build the agent from the spec: {exc}"
+                ) from exc
+        expected = identity or reported[0]
+        for number, found in enumerate(reported):
+            if found.fingerprint != expected.fingerprint:
+                raise WorkerStartError(
+                    f"Ray worker {number} built another agent than the run's, so its results "
+                    f"would not belong to this run; differs in "
+                    f"{'; '.join(expected.differences(found))} (run != worker)"
+                )
+        store = Checkpoint(checkpoint, expected.to_dict()) if checkpoint is not None else None
+        finished: dict[tuple[str, str], EvalResult] = {}
+        if store is not None:
+            finished = {
+                key: r
+                for key, r in store.open().items()
+                if r.error is None and r.memory_error is None
+            }
+        progress = tqdm(total=len(order), disable=not show_progress, unit="q", desc="eval (ray)")
+        try:
+            work: deque[tuple[Sample, list[QAPair]]] = deque()
+            for sample in samples:
+                pending = []
+                for qa in sample.qa_pairs:
+                    key = (sample.sample_id, qa.question_id)
+                    if key in finished:
+                        check_resumed(store, finished[key], qa)
+                        progress.update(1)
+                    else:
+                        pending.append(qa)
+                if pending:
+                    work.append((sample, pending))
+
+            def record(result: EvalResult) -> None:
+                if result.key in finished:
+                    return  # a retried sample delivered twice: the first result stands
+                finished[result.key] = result
+                if store is not None:
+                    store.append(result)
+                progress.update(1)
+
+            self._schedule(ray, actors, work, record)
+        finally:
+            progress.close()
+            if store is not None:
+                store.close()
+        return [finished[key] for key in order]
+
+    def _schedule(
+        self,
+        ray: Any,
+        actors: list[Any],
+        work: deque[tuple[Sample, list[QAPair]]],
+        record: Any,
+    ) -> None:
+        live = list(range(len(actors)))
+        load = dict.fromkeys(live, 0)
+        in_flight: dict[Any, tuple[int, Sample, list[QAPair]]] = {}
+        while work or in_flight:
+            for number in live:
+                while work and load[number] < SAMPLES_IN_FLIGHT:
+                    sample, pending = work.popleft()
+                    ref = actors[number].evaluate.remote(_Shipped.of(sample, pending))
+                    in_flight[ref] = (number, sample, pending)
+                    load[number] += 1
+            if not in_flight:
+                # Every actor is gone for good: what is left fails, recorded.
+                while work:
+                    sample, pending = work.popleft()
+                    _fail(record, sample, pending, "no Ray worker is left alive")
+                break
+            ready, _ = ray.wait(list(in_flight), num_returns=1)
+            for ref in ready:
+                number, sample, pending = in_flight.pop(ref)
+                load[number] -= 1
+                try:
+                    returned = [EvalResult.from_dict(data) for data in ray.get(ref)]
+                except ray.exceptions.RayActorError as exc:
+                    if number in live and isinstance(exc, ray.exceptions.ActorDiedError):
+                        live.remove(number)
+                    _fail(record, sample, pending, _after_retries(self, exc))
+                    continue
+                except ray.exceptions.RayError as exc:
+                    _fail(record, sample, pending, _after_retries(self, exc))
+                    continue
+                asked = {qa.question_id for qa in pending}
+                for result in returned:
+                    if result.sample_id == sample.sample_id and result.question_id in asked:
+                        record(result)
+                        asked.discard(result.question_id)
+                missing = [qa for qa in pending if qa.question_id in asked]
+                _fail(record, sample, missing, "the worker returned no result for it")
+
+
+def _after_retries(executor: RayExecutor, exc: Exception) -> str:
+    first_line = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+    return (
+        f"Ray worker failed (after up to {executor.max_restarts} restarts and "
+        f"{executor.max_task_retries} retries): {type(exc).__name__}: {first_line}"
+    )
+
+
+def _fail(record: Any, sample: Sample, pending: Sequence[QAPair], reason: str) -> None:
+    from himga.eval._run import _result
+
+    texts = {message.turn_id: message.content for _, message in sample.iter_turns()}
+    for qa in pending:
+        result = _result(sample, texts, qa, context="", ranked=None, latency=0.0)
+        record(dataclasses.replace(result, error=f"WorkerError: {reason}"))

@@ -1,0 +1,171 @@
+"""Run specs: the plain-data recipe of an agent, which any process can build the agent from."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from himga.agent._agent import BaseAgent
+from himga.eval._identity import RunIdentity
+from himga.llm._protocol import LLMClient
+from himga.memory._protocol import BaseMemory
+from himga.memory._registry import ResolvedMemory, memory_provenance, resolve_memory
+
+__all__ = ["LLM_SETTINGS", "AgentSpec", "AgentSpecError"]
+
+#: The :func:`~himga.llm.get_client` settings a spec may carry (never ``api_key``).
+LLM_SETTINGS = (
+    "base_url",
+    "max_concurrency",
+    "max_retries",
+    "timeout",
+    "temperature",
+    "max_tokens",
+)
+
+
+class AgentSpecError(ValueError):
+    """An :class:`AgentSpec` field is not plain data, names an unknown setting or holds a key."""
+
+
+def _plain(name: str, value: Mapping[str, Any]) -> dict[str, Any]:
+    """``value`` as a JSON round trip gives it back; refuses what JSON cannot carry."""
+    try:
+        text = json.dumps(dict(value), sort_keys=True, allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        raise AgentSpecError(f"AgentSpec.{name} must be plain JSON data: {exc}") from exc
+    plain: dict[str, Any] = json.loads(text)
+    return plain
+
+
+@dataclass(frozen=True, eq=True)
+class AgentSpec:
+    """How to build a :class:`~himga.agent.BaseAgent` anywhere: plain data, picklable, keyless.
+
+    * ``memory``: a registered memory name or ``module:attr`` factory, as for
+      ``himga eval --memory``, and ``memory_arguments`` its constructor keyword
+      arguments (JSON values);
+    * ``llm``: the provider (``"anthropic"``, ``"openai"``; ``None`` for a
+      retrieval-only agent), ``model`` (``None``: the provider's default, or
+      ``$HIMGA_MODEL`` where the agent is built) and ``llm_settings``, keyword
+      arguments of :func:`~himga.llm.get_client` among :data:`LLM_SETTINGS`;
+    * ``max_tokens``: the reply budget of each answer.
+
+    API keys never enter a spec: :meth:`build` lets the client read
+    ``$ANTHROPIC_API_KEY`` / ``$OPENAI_API_KEY`` from the environment of the
+    process that builds it, and an ``api_key`` setting raises
+    :class:`AgentSpecError`. The run identity -- the checkpoint's header and
+    the ``run_identity`` fingerprint of the manifest -- is
+    :meth:`run_identity`: the spec plus what the built agent reports (memory
+    class, ``repr``, providing distribution and source hash, resolved model,
+    prompt hashes), so two processes that build different agents from one
+    spec disagree on it.
+    """
+
+    memory: str
+    memory_arguments: Mapping[str, Any] = field(default_factory=dict)
+    llm: str | None = None
+    model: str | None = None
+    llm_settings: Mapping[str, Any] = field(default_factory=dict)
+    max_tokens: int = 128
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.memory, str) or not self.memory.strip():
+            raise AgentSpecError(f"AgentSpec.memory must be a memory spec, got {self.memory!r}")
+        if self.llm is None and (self.model is not None or self.llm_settings):
+            raise AgentSpecError("AgentSpec.model and llm_settings need llm (a provider)")
+        if "api_key" in self.llm_settings:
+            raise AgentSpecError(
+                "AgentSpec.llm_settings must not hold api_key: a spec is shipped and "
+                "recorded; each process reads the key from its own environment "
+                "(ANTHROPIC_API_KEY / OPENAI_API_KEY)"
+            )
+        unknown = sorted(set(self.llm_settings) - set(LLM_SETTINGS))
+        if unknown:
+            raise AgentSpecError(
+                f"AgentSpec.llm_settings: unknown setting(s) {', '.join(unknown)}; "
+                f"known: {', '.join(LLM_SETTINGS)}"
+            )
+        if isinstance(self.max_tokens, bool) or not isinstance(self.max_tokens, int):
+            raise AgentSpecError(f"AgentSpec.max_tokens must be an int, got {self.max_tokens!r}")
+        object.__setattr__(
+            self, "memory_arguments", _plain("memory_arguments", self.memory_arguments)
+        )
+        object.__setattr__(self, "llm_settings", _plain("llm_settings", self.llm_settings))
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict of every field."""
+        return {
+            "memory": self.memory,
+            "memory_arguments": dict(self.memory_arguments),
+            "llm": self.llm,
+            "model": self.model,
+            "llm_settings": dict(self.llm_settings),
+            "max_tokens": self.max_tokens,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> AgentSpec:
+        """The inverse of :meth:`to_dict`; :class:`AgentSpecError` naming unknown fields."""
+        unknown = sorted(set(data) - set(cls.__dataclass_fields__))
+        if unknown:
+            raise AgentSpecError(f"unknown AgentSpec field(s): {', '.join(unknown)}")
+        return cls(**data)
+
+    def resolve_memory(self) -> ResolvedMemory:
+        """The memory spec resolved as ``himga eval`` resolves it (raises
+        :class:`~himga.memory.MemoryLoadError`)."""
+        return resolve_memory(self.memory, self.memory_arguments)
+
+    def build_llm(self) -> LLMClient | None:
+        """The answering client, ``None`` without ``llm``; the key comes from the environment."""
+        if self.llm is None:
+            return None
+        from himga.llm import get_client
+
+        client: LLMClient = get_client(self.llm, model=self.model, **self.llm_settings)
+        return client
+
+    def build(self) -> BaseAgent:
+        """A new agent: the memory from its factory and arguments, the LLM client, the budget."""
+        memory: BaseMemory = self.resolve_memory().create()
+        return BaseAgent(memory=memory, llm=self.build_llm(), max_tokens=self.max_tokens)
+
+    def run_identity(
+        self,
+        agent: BaseAgent | None = None,
+        *,
+        judge: Mapping[str, Any] | None = None,
+        dataset: str | None = None,
+        dataset_sha256: str | None = None,
+    ) -> RunIdentity:
+        """The :class:`~himga.eval.RunIdentity` of evaluating ``agent`` (default: a new
+        :meth:`build`) built from this spec, with the judge and dataset the caller knows.
+
+        The memory's provenance covers both the module the spec names and the
+        module of the memory's class (a factory may live apart from the class).
+        """
+        from himga.eval._run import run_identity
+
+        built = agent if agent is not None else self.build()
+        resolved_target = self.resolve_memory().target
+        provenance = memory_provenance(
+            [resolved_target.partition(":")[0].strip(), type(built.memory).__module__]
+        )
+        identity = run_identity(
+            built,
+            memory_spec=self.memory,
+            memory_arguments=self.memory_arguments,
+            judge=judge,
+            dataset=dataset,
+            dataset_sha256=dataset_sha256,
+        )
+        return dataclasses.replace(
+            identity,
+            memory_distribution=provenance.distribution,
+            memory_version=provenance.version,
+            memory_source_sha256=provenance.source_sha256,
+        )
