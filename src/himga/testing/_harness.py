@@ -33,6 +33,7 @@ CANARY = re.compile(r"zq\d+[cs]\d+xq")
 # class- or module-level state from an earlier run is recognised as foreign.
 _RUNS = itertools.count(1)
 _SHOWN = 60
+_PROBED = 8
 _KIT = str(Path(__file__).resolve().parent)
 
 RETURNS_STR = "retrieve-returns-str"
@@ -284,11 +285,22 @@ class Harness:
         self._record(index, ("search", query, k, _hit_values(hits)))
 
     def probe(self) -> None:
-        """Ask every instance for every planted key: leaks show whatever the memory ranks."""
+        """Ask every instance for the keys it must not show: leaks show whatever it ranks.
+
+        Those are the keys of other instances and of its own before its last
+        reset: the first and last ``_PROBED`` one by one, then all at once.
+        """
         for index in range(len(self.memories)):
-            for token in self._canaries or ["memory"]:
+            foreign = [key for key in self._canaries if key not in self.live[index]]
+            if len(foreign) > 2 * _PROBED:
+                foreign = foreign[:_PROBED] + foreign[-_PROBED:]
+            for token in foreign or ["memory"]:
                 self.retrieve(index, token)
                 self.search(index, token, 3)
+            if self._canaries:  # every key at once: the ranking shows too
+                every = " ".join(self._canaries)
+                self.retrieve(index, every)
+                self.search(index, every, 5)
 
     # -- the checks -------------------------------------------------------------
 
@@ -378,10 +390,17 @@ class Harness:
                         expected=f"no token another instance ingested in {me}'s output",
                     )
             if not self.touched[index] and nonempty and self._others_hold(index):
+                problem = f"{me} is fresh, yet its {method} returned {_show(output)}"
+                if self._shares_state():
+                    self._fail(
+                        ISOLATION,
+                        f"{problem} while another instance holds content: a new instance's "
+                        f"output changes when another new instance ingests",
+                        expected="output unaffected by other instances",
+                    )
                 self._fail(
-                    ISOLATION,
-                    f"{me} is fresh, yet its {method} returned {_show(output)} while another "
-                    f"instance holds content",
+                    RESET_CLEARS,
+                    f"{problem}, though it has ingested nothing",
                     expected='"" / no hits from a fresh instance',
                 )
 

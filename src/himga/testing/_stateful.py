@@ -6,7 +6,7 @@ import inspect
 from collections.abc import Callable
 from typing import Any, ClassVar
 
-from hypothesis import settings
+from hypothesis import Phase, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, rule
 
@@ -27,6 +27,7 @@ __all__ = ["MemoryStateMachine", "memory_state_machine"]
 
 _BEHAVIOURAL = frozenset(contract.id for contract in CONTRACTS) - {"protocol-shape"}
 _WHICH = st.integers(min_value=0, max_value=1)
+_PHASES = (Phase.explicit, Phase.reuse, Phase.generate)
 
 
 class MemoryStateMachine(RuleBasedStateMachine):
@@ -126,13 +127,14 @@ class MemoryStateMachine(RuleBasedStateMachine):
 
 
 def _finish(harness: Harness, ops: list[Op]) -> None:
-    """Probe, replay (deterministic), then ingest the same ids anew where reset, and probe."""
+    """Probe, replay (deterministic), then ingest the same ids anew where reset, and again."""
     finish_isolation(harness)
-    for index, resets in enumerate(harness.resets):
-        if resets:
-            mine = [op for op in ops if op[0] == "ingest" and op[1] == index]
-            execute(harness, mine, plant=True, only=index)
-    harness.probe()
+    reset = [index for index, resets in enumerate(harness.resets) if resets]
+    for index in reset:
+        mine = [op for op in ops if op[0] == "ingest" and op[1] == index]
+        execute(harness, mine, plant=True, only=index)
+    if reset:
+        finish_isolation(harness)
 
 
 def memory_state_machine(
@@ -142,7 +144,9 @@ def memory_state_machine(
 
     ``deterministic=True`` adds the replay checks of ``check_memory``'s option.
     Its ``TestCase`` attribute is a unittest class pytest collects when assigned
-    to a ``Test...`` name in a test module. Steps have no deadline.
+    to a ``Test...`` name in a test module. Unless ``run_state_machine_as_test``
+    is given other settings, steps have no deadline and Hypothesis' shrink and
+    explain phases are off: the machine minimises its verdict itself.
     """
     name = getattr(factory, "__name__", "memory")
     machine = type(
@@ -150,4 +154,6 @@ def memory_state_machine(
         (MemoryStateMachine,),
         {"factory": staticmethod(factory), "deterministic": deterministic, "__module__": __name__},
     )
-    return settings(deadline=None)(machine)
+    # The machine minimises its verdict itself: Hypothesis' shrink and explain phases
+    # would only replay the same verdict, hundreds of times.
+    return settings(deadline=None, phases=_PHASES)(machine)
