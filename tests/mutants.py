@@ -369,7 +369,7 @@ class SpeakersSurviveReset(ListMemory):
 
 
 class SessionsSurviveReset(ListMemory):
-    """Lists the sessions it has seen (ids and dates) in every non-empty output; reset keeps them."""
+    """Lists the sessions seen (ids and dates) in every non-empty output; reset keeps them."""
 
     def __init__(self) -> None:
         super().__init__()

@@ -5,16 +5,17 @@ from __future__ import annotations
 import functools
 import itertools
 import pickle
+import re
 import subprocess
 import sys
 import traceback
 from collections.abc import Iterator
-import re
 from typing import Any, ClassVar
 
 import pytest
 from hypothesis import Phase, settings
 
+from himga.data.schema import Message, Session
 from himga.memory import BaseMemory, NullMemory
 from himga.testing import (
     CONTRACTS,
@@ -23,7 +24,6 @@ from himga.testing import (
     check_contract,
     check_memory,
 )
-from himga.data.schema import Message, Session
 from himga.testing._contracts import check_protocol_shape
 from himga.testing._harness import CANARY
 from tests.mutants import (

@@ -53,8 +53,8 @@ def test_broken_memories_break_the_model_under_their_id(name: str) -> None:
 @pytest.mark.parametrize("name", sorted(BROKEN_IF_DETERMINISTIC))
 def test_the_deterministic_machine_catches_what_only_determinism_forbids(name: str) -> None:
     factory, contract_id = BROKEN_IF_DETERMINISTIC[name]
+    machine = memory_state_machine(factory, deterministic=True)
     with pytest.raises(ContractViolation) as caught:
-        machine = memory_state_machine(factory, deterministic=True)
         run_state_machine_as_test(machine, settings=FIXED)
     assert caught.value.contract_id == contract_id, str(caught.value)
 

@@ -1,4 +1,4 @@
-"""``check_memory`` / ``check_contract``: run the contracts against a memory factory with Hypothesis."""
+"""``check_memory`` / ``check_contract``: run the contracts on a memory factory with Hypothesis."""
 
 from __future__ import annotations
 
@@ -122,7 +122,8 @@ def _not_reproducible(contract_id: str, exc: Flaky) -> ContractViolation:
     if first is None:
         return ContractViolation(contract_id, NOT_REPLAYED)
     # Blamed like any failure: on the contract the first failure broke.
-    return ContractViolation(first.contract_id, f"{NOT_REPLAYED}: {first.problem}", first.reproducer)
+    problem = f"{NOT_REPLAYED}: {first.problem}"
+    return ContractViolation(first.contract_id, problem, first.reproducer)
 
 
 def check_memory(

@@ -12,6 +12,7 @@ memory deems relevant, and however random its output.
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import itertools
 import math
@@ -102,10 +103,8 @@ def raised_at(exc: BaseException) -> str | None:
         return None
     frame = frames[-1]
     path = frame.filename
-    try:
+    with contextlib.suppress(ValueError):  # on another drive (Windows)
         path = os.path.relpath(path)
-    except ValueError:  # another drive (Windows)
-        pass
     if path.startswith(".."):
         path = frame.filename
     return f"{path}:{frame.lineno} in {frame.name}"
@@ -316,7 +315,8 @@ class Harness:
             )
         hits = list(output)
         for hit in hits:
-            if hit.turn_id is None or hit.turn_id in self.turns[index] or CANARY.search(hit.turn_id):
+            turn_id = hit.turn_id
+            if turn_id is None or turn_id in self.turns[index] or CANARY.search(turn_id):
                 continue  # canary-bearing ids are judged as tokens, by their owner
             owners = self._turn_owners.get(hit.turn_id, set())
             if index in owners:

@@ -158,8 +158,14 @@ _ANY_QUERY = _NON_BLANK | _BLANK
 Program = Callable[[Callable[[], Any], list[Op], bool], None]
 
 
+def _plain(text: str) -> list[Op]:
+    """Ingest ``text`` (id ``D1:1``) on instance 0 and retrieve it."""
+    ingest: Op = ("ingest", 0, "user", text, "session_1", None, "D1:1", frozenset())
+    return [ingest, ("retrieve", 0, ("text", text))]
+
+
 def _reingest(harness: Harness, ops: Sequence[Op]) -> None:
-    """Ingest again what ``ops`` ingested (fresh canaries, the same ids), as the next sample would."""
+    """Ingest again what ``ops`` ingested (fresh canaries, same ids), as a next sample would."""
     ingests = [op for op in ops if op[0] == "ingest"]
     if not ingests:
         ingests = [("ingest", 0, "user", "after reset", "session_1", None, "D1:1", frozenset())]
@@ -203,14 +209,22 @@ def program(contract_id: str) -> tuple[Program, st.SearchStrategy[list[Op]]]:
             harness = Harness(factory, frozenset({REUSE}), deterministic=deterministic)
             harness.new_instance()
             # Prove ingest and retrieve work, reset at least once, prove they still work.
-            before = ("ingest", 0, "user", "before reset", "session_1", None, "D1:1", frozenset())
+            before: Op = (
+                "ingest",
+                0,
+                "user",
+                "before reset",
+                "session_1",
+                None,
+                "D1:1",
+                frozenset(),
+            )
             execute(harness, [before, ("retrieve", 0, ("text", "before reset"))], plant=False)
             half = len(ops) // 2
             execute(harness, ops[:half], plant=True)
             harness.reset(0)
             execute(harness, ops[half:], plant=True)
-            after = ("ingest", 0, "user", "after reset", "session_1", None, "D1:1", frozenset())
-            execute(harness, [after, ("retrieve", 0, ("text", "after reset"))], plant=False)
+            execute(harness, _plain("after reset"), plant=False)
             harness.retrieve(0, "")
             harness.search(0, "after reset", 5)
             harness.check_replay(0)

@@ -69,7 +69,7 @@ class MemoryStateMachine(RuleBasedStateMachine):
     @classmethod
     def _factory(cls) -> Callable[[], Any]:
         factory = inspect.getattr_static(cls, "factory")
-        return factory.__func__ if isinstance(factory, staticmethod) else factory  # type: ignore[no-any-return]
+        return factory.__func__ if isinstance(factory, staticmethod) else factory
 
     def _new_harness(self) -> Harness:
         harness = Harness(self._factory(), _BEHAVIOURAL, deterministic=self.deterministic)
