@@ -1,8 +1,10 @@
 """Memories that break one contract each (``BROKEN``) and legal but unusual ones (``LEGAL``).
 
 They prove the conformance kit: every broken memory must be flagged under its
-contract id, every legal one must pass. Each broken memory is a small variation
-of :class:`ListMemory`, the simplest correct memory.
+contract id, every legal one must pass. ``BROKEN_IF_DETERMINISTIC`` are legal,
+but break their contract when declared deterministic (``deterministic=True``);
+every other legal memory is deterministic and passes that mode too. Each broken
+memory is a small variation of :class:`ListMemory`, the simplest correct memory.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from collections.abc import Callable
 from typing import Any, ClassVar
 
 from himga.data.schema import Message, Session
-from himga.memory import BaseMemory
+from himga.memory import BaseMemory, Hit
 
 
 def _matching(lines: list[str], query: str) -> str:
@@ -126,6 +128,58 @@ class VarArgsMemory(ListMemory):
         self.lines.append(message.content)
 
 
+class SearchableListMemory(ListMemory):
+    """A correct search: the matching turns, latest first, scored by position."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.turn_ids: list[str | None] = []
+
+    def ingest(self, message: Message, session: Session, /) -> None:
+        super().ingest(message, session)
+        self.turn_ids.append(message.turn_id)
+
+    def search(self, query: str, k: int, /) -> list[Hit]:
+        words = set(query.lower().split())
+        hits = [
+            Hit(turn_id, float(position), line)
+            for position, (turn_id, line) in enumerate(zip(self.turn_ids, self.lines, strict=True))
+            if words & set(line.lower().split())
+        ]
+        return hits[::-1][: max(k, 0)]
+
+    def reset(self) -> None:
+        super().reset()
+        self.turn_ids = []
+
+
+class BoundInInit:
+    """Binds its methods in ``__init__`` (closures over a list): the class has none."""
+
+    def __init__(self) -> None:
+        lines: list[str] = []
+
+        def ingest(message: Message, session: Session, /) -> None:
+            lines.append(message.content)
+
+        def reset() -> None:
+            lines.clear()
+
+        self.ingest = ingest
+        self.retrieve = lambda query: _matching(lines, query)
+        self.reset = reset
+
+
+class ProxyMemory:
+    """Forwards every attribute to a wrapped :class:`ListMemory` through ``__getattr__``."""
+
+    def __init__(self) -> None:
+        self._inner = ListMemory()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+
 LEGAL: dict[str, Callable[[], Any]] = {
     "ListMemory": ListMemory,
     "SimpleKeywordMemory": SimpleKeywordMemory,
@@ -135,6 +189,9 @@ LEGAL: dict[str, Callable[[], Any]] = {
     "ExtraParamsMemory": ExtraParamsMemory,
     "SubclassedMemory": SubclassedMemory,
     "VarArgsMemory": VarArgsMemory,
+    "SearchableListMemory": SearchableListMemory,
+    "BoundInInit": BoundInInit,
+    "ProxyMemory": ProxyMemory,
 }
 
 
@@ -255,6 +312,105 @@ class BlankQueryAnswered(ListMemory):
         return super().retrieve(query) if query.strip() else "(ask about something)"
 
 
+class SearchIndexSurvivesReset(SearchableListMemory):
+    """reset() clears the lines retrieve reads, not the index search reads."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.index: list[tuple[str | None, str]] = []
+
+    def ingest(self, message: Message, session: Session, /) -> None:
+        super().ingest(message, session)
+        self.index.append((message.turn_id, self.lines[-1]))
+
+    def search(self, query: str, k: int, /) -> list[Hit]:
+        words = set(query.lower().split())
+        hits = [
+            Hit(turn_id, float(position), line)
+            for position, (turn_id, line) in enumerate(self.index)
+            if words & set(line.lower().split())
+        ]
+        return hits[::-1][: max(k, 0)]
+
+
+class LineCacheSurvivesReset(ListMemory):
+    """Caches each turn's line by (session id, turn id); reset() forgets the lines, not the cache.
+
+    Real runs reuse ids such as ``D1:3`` in every sample: after a reset, the cached
+    line of the earlier sample's turn is stored instead of the new one.
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.cache: dict[tuple[str, str | None], str] = {}
+
+    def ingest(self, message: Message, session: Session, /) -> None:
+        key = (session.session_id, message.turn_id)
+        if message.turn_id is None or key not in self.cache:
+            self.cache[key] = f"{message.role}: {message.content}"
+        self.lines.append(self.cache[key])
+
+
+class SpeakersSurviveReset(ListMemory):
+    """Heads its output with the speakers it has seen; the lazy reset() forgets to clear them."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.speakers: list[str] = []
+
+    def ingest(self, message: Message, session: Session, /) -> None:
+        super().ingest(message, session)
+        if message.role not in self.speakers:
+            self.speakers.append(message.role)
+
+    def retrieve(self, query: str, /) -> str:
+        found = super().retrieve(query)
+        return f"Speakers: {', '.join(self.speakers)}\n{found}" if found else ""
+
+
+class SessionsSurviveReset(ListMemory):
+    """Lists the sessions seen (ids and dates) in every non-empty output; reset keeps them."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.sessions: dict[str, str | None] = {}
+
+    def ingest(self, message: Message, session: Session, /) -> None:
+        super().ingest(message, session)
+        self.sessions[session.session_id] = session.date_str
+
+    def retrieve(self, query: str, /) -> str:
+        found = super().retrieve(query)
+        if not found:
+            return ""
+        seen = "; ".join(f"{sid} ({date})" for sid, date in self.sessions.items())
+        return f"Sessions: {seen}\n{found}"
+
+
+# -- broken: search-returns-hits --------------------------------------------------------
+
+
+class SearchIgnoresK(SearchableListMemory):
+    def search(self, query: str, k: int, /) -> list[Hit]:
+        return super().search(query, len(self.lines))
+
+
+class SearchWorstFirst(SearchableListMemory):
+    def search(self, query: str, k: int, /) -> list[Hit]:
+        return super().search(query, k)[::-1]
+
+
+class SearchCrashesOnBlankQuery(SearchableListMemory):
+    def search(self, query: str, k: int, /) -> list[Hit]:
+        query.split()[0]  # IndexError on blank queries
+        return super().search(query, k)
+
+
+class SearchReturnsText(SearchableListMemory):
+    def search(self, query: str, k: int, /) -> str:  # type: ignore[override]
+        return self.retrieve(query)
+
+
 # -- broken: reuse-after-reset ----------------------------------------------------------
 
 
@@ -320,6 +476,50 @@ class ReportsOthers(ListMemory):
         return f"{own}\n({others} turns held elsewhere)" if others else own
 
 
+# -- legal by default, broken when declared deterministic ----------------------------------
+
+
+class DedupSetSurvivesReset(ListMemory):
+    """Skips a turn whose (session id, turn id) it has seen; reset() forgets to clear that set.
+
+    After a reset, the next sample's turns that reuse ids (``D1:3``) are dropped.
+    Dropping turns is legal for a memory that promises nothing (it need not be
+    relevant); a deterministic memory's reset instance must behave like a fresh one.
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.seen: set[tuple[str, str | None]] = set()
+
+    def ingest(self, message: Message, session: Session, /) -> None:
+        key = (session.session_id, message.turn_id)
+        if message.turn_id is not None and key in self.seen:
+            return
+        self.seen.add(key)
+        super().ingest(message, session)
+
+
+class SharedCounter(ListMemory):
+    """Numbers its non-empty outputs with a counter shared by every instance."""
+
+    served: ClassVar[int] = 0
+
+    def retrieve(self, query: str, /) -> str:
+        found = super().retrieve(query)
+        if not found:
+            return ""
+        SharedCounter.served += 1
+        return f"{found}\n(retrieval #{SharedCounter.served})"
+
+
+# Caught only by check_memory(..., deterministic=True), under this id; legal otherwise.
+BROKEN_IF_DETERMINISTIC: dict[str, tuple[Callable[[], Any], str]] = {
+    "DedupSetSurvivesReset": (DedupSetSurvivesReset, "reset-clears"),
+    "SharedCounter": (SharedCounter, "instance-isolation"),
+    "RandomSampleMemory": (RandomSampleMemory, "instance-isolation"),
+}
+
+
 # The contract id each broken memory must be flagged with.
 BROKEN: dict[str, tuple[Callable[[], Any], str]] = {
     "AsyncRetrieve": (AsyncRetrieve, "protocol-shape"),
@@ -342,4 +542,12 @@ BROKEN: dict[str, tuple[Callable[[], Any], str]] = {
     "MutableDefault": (MutableDefault, "instance-isolation"),
     "ModuleLevelStore": (ModuleLevelStore, "instance-isolation"),
     "ReportsOthers": (ReportsOthers, "instance-isolation"),
+    "SearchIndexSurvivesReset": (SearchIndexSurvivesReset, "reset-clears"),
+    "LineCacheSurvivesReset": (LineCacheSurvivesReset, "reset-clears"),
+    "SpeakersSurviveReset": (SpeakersSurviveReset, "reset-clears"),
+    "SessionsSurviveReset": (SessionsSurviveReset, "reset-clears"),
+    "SearchIgnoresK": (SearchIgnoresK, "search-returns-hits"),
+    "SearchWorstFirst": (SearchWorstFirst, "search-returns-hits"),
+    "SearchCrashesOnBlankQuery": (SearchCrashesOnBlankQuery, "search-returns-hits"),
+    "SearchReturnsText": (SearchReturnsText, "search-returns-hits"),
 }

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -10,8 +11,10 @@ from pathlib import Path
 import pytest
 
 from himga._cli import main
+from himga._cli._check import BROKEN_PIPE
 from himga.testing import CONTRACTS
-from tests.mutants import BROKEN, LEGAL
+from himga.testing._harness import CANARY
+from tests.mutants import BROKEN, BROKEN_IF_DETERMINISTIC, LEGAL
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 # Deterministic in CI: the verdicts below must not depend on a lucky seed.
@@ -22,13 +25,29 @@ def _verdicts(output: str) -> dict[str, str]:
     verdicts = {}
     for line in output.splitlines():
         words = line.split()
-        if words and words[0] in ("pass", "FAIL", "skip"):
+        if words and words[0] in ("pass", "FAIL", "skip", "n/a"):
             verdicts[words[1]] = words[0]
     return verdicts
 
 
 @pytest.mark.parametrize("name", sorted(BROKEN))
 def test_each_broken_memory_fails_its_contract(
+    name: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    contract_id = BROKEN[name][1]
+    code = main(["check", f"tests.mutants:{name}", *FAST, "--contract", contract_id])
+    out = capsys.readouterr().out
+    assert code == 1, out
+    verdicts = _verdicts(out)
+    assert verdicts[contract_id] == "FAIL", out
+    if contract_id != "protocol-shape":
+        assert "      m1 = factory()" in out  # the reproducer follows the FAIL line
+
+
+@pytest.mark.parametrize(
+    "name", ["MissingReset", "CrashesOnBlankQuery", "ResetOnlyHides", "SearchIndexSurvivesReset"]
+)
+def test_every_contract_gets_one_line_in_order(
     name: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     contract_id = BROKEN[name][1]
@@ -40,8 +59,6 @@ def test_each_broken_memory_fails_its_contract(
     assert verdicts[contract_id] == "FAIL", out
     if contract_id == "protocol-shape":
         assert set(list(verdicts.values())[1:]) == {"skip"}
-    else:
-        assert "      m1 = factory()" in out  # the shrunk reproducer follows the FAIL line
 
 
 @pytest.mark.parametrize("name", sorted(LEGAL))
@@ -49,7 +66,84 @@ def test_legal_memories_pass(name: str, capsys: pytest.CaptureFixture[str]) -> N
     code = main(["check", f"tests.mutants:{name}", *FAST])
     out = capsys.readouterr().out
     assert code == 0, out
-    assert set(_verdicts(out).values()) == {"pass"}
+    verdicts = _verdicts(out)
+    assert set(verdicts.values()) <= {"pass", "n/a"}
+    searchable = callable(getattr(LEGAL[name](), "search", None))
+    assert verdicts["search-returns-hits"] == ("pass" if searchable else "n/a")
+
+
+@pytest.mark.parametrize("name", sorted(BROKEN_IF_DETERMINISTIC))
+def test_deterministic_flag_demands_determinism(
+    name: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    contract_id = BROKEN_IF_DETERMINISTIC[name][1]
+    assert main(["check", f"tests.mutants:{name}", *FAST]) == 0
+    capsys.readouterr()
+    assert main(["check", f"tests.mutants:{name}", *FAST, "--deterministic"]) == 1
+    out = capsys.readouterr().out
+    assert "deterministic" in out.splitlines()[0]
+    assert _verdicts(out)[contract_id] == "FAIL", out
+
+
+def test_json_gives_one_object_per_contract(capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["check", "tests.mutants:CrashesOnBlankQuery", *FAST, "--json"])
+    assert code == 1
+    records = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert [r["id"] for r in records] == [contract.id for contract in CONTRACTS]
+    by_id = {r["id"]: r for r in records}
+    failed = by_id["retrieve-empty-query"]
+    assert failed["status"] == "fail"
+    assert failed["raised_at"].startswith("tests/mutants.py:")
+    assert "m1.retrieve('')" in failed["reproducer"]
+    assert by_id["protocol-shape"]["status"] == "pass"
+    assert by_id["search-returns-hits"]["status"] == "n/a"
+    assert all(isinstance(r["seconds"], float) for r in records)
+
+
+def test_contract_selects_contracts(capsys: pytest.CaptureFixture[str]) -> None:
+    argv = ["check", "tests.mutants:ResetKeepsLast", *FAST, "--contract", "reuse-after-reset"]
+    assert main([*argv, "--contract", "retrieve-returns-str"]) == 0
+    assert list(_verdicts(capsys.readouterr().out)) == [
+        "retrieve-returns-str",
+        "reuse-after-reset",
+    ]
+    assert main(["check", "null", "--contract", "reset"]) == 2
+    assert "unknown contract id 'reset'" in capsys.readouterr().err
+
+
+def test_seed_makes_the_run_repeatable(capsys: pytest.CaptureFixture[str]) -> None:
+    argv = ["check", "tests.mutants:ResetKeepsLast", "--max-examples", "25", "--seed", "11"]
+    outputs = []
+    for _ in range(2):
+        assert main(argv) == 1
+        outputs.append(CANARY.sub("<canary>", capsys.readouterr().out))
+    assert outputs[0] == outputs[1]
+
+
+def test_the_crash_site_in_the_plugin_is_shown(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["check", "tests.mutants:CrashesOnBlankQuery", *FAST]) == 1
+    fail = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("FAIL"))
+    assert "(at tests/mutants.py:" in fail
+    assert "in retrieve)" in fail
+
+
+def test_a_closed_stdout_exits_quietly() -> None:
+    # `himga check X | head -1`: the reader closes the pipe after the first line.
+    process = subprocess.Popen(
+        [_himga(), "check", "tests.mutants:ResetKeepsLast", *FAST],
+        cwd=PROJECT_ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert process.stdout is not None
+    assert process.stderr is not None
+    process.stdout.readline()
+    process.stdout.close()
+    stderr = process.stderr.read().decode()
+    code = process.wait()
+    assert code == BROKEN_PIPE, stderr
+    assert code not in (0, 1)
+    assert stderr == ""
 
 
 def test_registered_name_is_accepted(capsys: pytest.CaptureFixture[str]) -> None:

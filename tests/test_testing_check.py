@@ -5,14 +5,17 @@ from __future__ import annotations
 import functools
 import itertools
 import pickle
+import re
 import subprocess
 import sys
+import traceback
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 from hypothesis import Phase, settings
 
+from himga.data.schema import Message, Session
 from himga.memory import BaseMemory, NullMemory
 from himga.testing import (
     CONTRACTS,
@@ -22,7 +25,14 @@ from himga.testing import (
     check_memory,
 )
 from himga.testing._contracts import check_protocol_shape
-from tests.mutants import BROKEN, LEGAL, ListMemory, ResetOnlyHides
+from himga.testing._harness import CANARY
+from tests.mutants import (
+    BROKEN,
+    BROKEN_IF_DETERMINISTIC,
+    LEGAL,
+    ListMemory,
+    ResetOnlyHides,
+)
 
 # The profile of the suite (dev: 25, ci: 100) sets how hard the kit searches here.
 EXAMPLES = settings().max_examples
@@ -46,6 +56,23 @@ def test_check_memory_passes_null_memory() -> None:
     check_memory(NullMemory, max_examples=EXAMPLES)
 
 
+@pytest.mark.parametrize("name", sorted(BROKEN_IF_DETERMINISTIC))
+def test_determinism_is_demanded_only_when_declared(name: str) -> None:
+    factory, contract_id = BROKEN_IF_DETERMINISTIC[name]
+    check_memory(factory, max_examples=EXAMPLES)  # legal: nothing new demanded by default
+    with pytest.raises(ContractViolation) as caught:
+        check_memory(factory, max_examples=EXAMPLES, deterministic=True)
+    assert caught.value.contract_id == contract_id, str(caught.value)
+    assert "deterministic=True" in caught.value.problem
+
+
+@pytest.mark.parametrize(
+    "name", ["ListMemory", "QueryHeaderMemory", "SearchableListMemory", "ProxyMemory"]
+)
+def test_deterministic_legal_memories_pass_the_deterministic_mode(name: str) -> None:
+    check_memory(LEGAL[name], max_examples=EXAMPLES, deterministic=True)
+
+
 def test_factory_may_be_any_zero_argument_callable() -> None:
     made: list[BaseMemory] = []
 
@@ -63,13 +90,43 @@ def test_violation_names_contract_and_shrunk_reproducer() -> None:
     violation = caught.value
     assert violation.contract_id == "reset-clears"
     lines = violation.reproducer.splitlines()
-    assert lines[0] == "factory = tests.mutants:ResetOnlyHides"
+    assert lines[:3] == [
+        "from himga.data.schema import Message, Session",
+        "from tests.mutants import ResetOnlyHides as factory",
+        "",
+    ]
     assert "m1.reset()" in lines
     # Shrunk: one ingest before the reset is all the violation needs.
     ingests_before_reset = lines[: lines.index("m1.reset()")]
     assert sum(".ingest(" in line for line in ingests_before_reset) == 1, violation.reproducer
-    assert "minimal reproducer:" in str(violation)
+    assert lines[-1].startswith("# expected: ")
+    assert str(violation).count("minimal reproducer:") == 1
     assert isinstance(violation, AssertionError)
+
+
+def test_the_reproducer_is_runnable_python() -> None:
+    with pytest.raises(ContractViolation) as caught:
+        check_contract(ResetOnlyHides, "reset-clears", max_examples=EXAMPLES)
+    namespace: dict[str, Any] = {}
+    exec(compile(caught.value.reproducer, "<reproducer>", "exec"), namespace)
+    # Replayed, the snippet's memory leaks the secret the report names.
+    secret = CANARY.findall(caught.value.problem)[0]
+    assert secret in namespace["m1"].retrieve(secret.replace("s", "c", 1))
+    crash = BROKEN["CrashesOnBlankQuery"][0]
+    with pytest.raises(ContractViolation) as crashed:
+        check_contract(crash, "retrieve-empty-query", max_examples=5)
+    with pytest.raises(IndexError):  # the snippet itself raises what the memory raised
+        exec(compile(crashed.value.reproducer, "<reproducer>", "exec"), {})
+
+
+def test_the_minimal_reproducer_is_shown_first_and_once() -> None:
+    # A crash is chained as the cause; no longer program may appear as context.
+    with pytest.raises(ContractViolation) as caught:
+        check_contract(BROKEN["CrashesOnBlankQuery"][0], "retrieve-empty-query", max_examples=25)
+    shown = "".join(traceback.format_exception(caught.value))
+    assert shown.count("minimal reproducer:") == 1, shown
+    assert "During handling of the above exception" not in shown
+    assert "(at tests/mutants.py:" in caught.value.problem  # the memory's frame
 
 
 def test_memory_exceptions_are_chained() -> None:
@@ -92,20 +149,47 @@ def test_memory_exceptions_are_chained() -> None:
 def test_protocol_shape_names_method_and_parameter_before_running_anything(
     name: str, fragment: str
 ) -> None:
-    constructed: list[object] = []
+    called: list[str] = []
     broken: type[Any] = BROKEN[name][0]  # type: ignore[assignment]
 
     class Spied(broken):  # type: ignore[misc]
-        def __init__(self) -> None:
-            constructed.append(self)
-            super().__init__()
+        def __getattribute__(self, attribute: str) -> Any:
+            value = super().__getattribute__(attribute)
+            if attribute in ("ingest", "retrieve", "reset") and callable(value):
+
+                def spy(*args: Any) -> Any:
+                    called.append(attribute)
+                    return value(*args)
+
+                functools.update_wrapper(spy, value)
+                return spy
+            return value
 
     with pytest.raises(ContractViolation) as caught:
         check_memory(Spied, max_examples=5)
     assert caught.value.contract_id == "protocol-shape"
     assert fragment in caught.value.problem
     assert caught.value.reproducer == ""
-    assert constructed == []  # judged from signatures alone
+    assert called == []  # judged from signatures alone
+
+
+@pytest.mark.parametrize("name", ["BoundInInit", "ProxyMemory"])
+def test_protocol_shape_is_read_on_an_instance(name: str) -> None:
+    assert check_protocol_shape(LEGAL[name]()) == []
+    check_contract(LEGAL[name], "protocol-shape")
+
+
+def test_an_instance_lacking_a_method_is_named() -> None:
+    class Proxy:
+        def __init__(self) -> None:
+            self._inner = BROKEN["MissingReset"][0]()
+
+        def __getattr__(self, name: str) -> Any:
+            return getattr(self._inner, name)
+
+    with pytest.raises(ContractViolation, match=r"reset: missing") as caught:
+        check_contract(Proxy, "reset-clears")
+    assert caught.value.contract_id == "protocol-shape"
 
 
 def test_protocol_shape_accepts_extra_optional_and_variadic_parameters() -> None:
@@ -160,6 +244,7 @@ def test_contract_ids_are_stable() -> None:
         "reset-clears",
         "reuse-after-reset",
         "instance-isolation",
+        "search-returns-hits",
     ]
     assert DEFAULT_MAX_EXAMPLES == 100
 
@@ -195,6 +280,77 @@ def test_derandomize_makes_the_search_repeatable() -> None:
         return caught.value.problem
 
     assert reproducer() == reproducer()
+
+
+def test_a_seed_makes_the_search_repeatable() -> None:
+    def problem(seed: int) -> str:
+        with pytest.raises(ContractViolation) as caught:
+            check_contract(
+                BROKEN["ResetKeepsLast"][0], "reset-clears", max_examples=EXAMPLES, seed=seed
+            )
+        return CANARY.sub("<canary>", caught.value.reproducer)
+
+    assert problem(7) == problem(7)
+
+
+class _Recorder(ListMemory):
+    """Records every field of every call it receives, across all instances."""
+
+    seen: ClassVar[list[tuple[int, str, Message, Session]]] = []
+    resets: ClassVar[list[int]] = []
+
+    def ingest(self, message: Message, session: Session, /) -> None:
+        self.seen.append((id(self), "ingest", message, session))
+        super().ingest(message, session)
+
+    def reset(self) -> None:
+        self.resets.append(len(self.seen))
+        super().reset()
+
+
+def test_programs_look_like_benchmark_traffic() -> None:
+    _Recorder.seen.clear()
+    check_memory(_Recorder, max_examples=EXAMPLES, derandomize=True)
+    messages = [message for _, _, message, _ in _Recorder.seen]
+    sessions = [session for _, _, _, session in _Recorder.seen]
+    turn_ids = [m.turn_id for m in messages if m.turn_id is not None]
+    assert any(re.fullmatch(r"D\d+:\d+", t) for t in turn_ids)  # LoCoMo
+    assert any(re.fullmatch(r"(answer|sharegpt)_\w+:\d+", t) for t in turn_ids)  # LongMemEval
+    assert {"Caroline", "Melanie", "user", "assistant"} <= {m.role for m in messages}
+    dates = {s.date_str for s in sessions}
+    assert None in dates
+    assert "1:56 pm on 8 May, 2023" in dates  # LoCoMo's raw format
+    assert "2023/05/20 (Sat) 02:21" in dates  # LongMemEval's
+    assert any(s.date is not None for s in sessions)
+    # The same ids come back after resets and in other instances, as in real runs.
+    after_reset = {m.turn_id for _, _, m, _ in _Recorder.seen[min(_Recorder.resets) :]}
+    assert after_reset & set(turn_ids[: min(_Recorder.resets)])
+    owners: dict[str, set[int]] = {}
+    for owner, _, message, _ in _Recorder.seen:
+        if message.turn_id is not None:
+            owners.setdefault(message.turn_id, set()).add(owner)
+    assert any(len(instances) > 1 for instances in owners.values())
+
+
+@pytest.mark.parametrize("field", ["role", "session_id", "date_str", "turn_id"])
+def test_canaries_in_every_field_catch_a_field_that_survives_reset(field: str) -> None:
+    class FieldSurvivesReset(ListMemory):
+        def __init__(self) -> None:
+            super().__init__()
+            self.values: list[str] = []
+
+        def ingest(self, message: Message, session: Session, /) -> None:
+            super().ingest(message, session)
+            owner = session if field in ("session_id", "date_str") else message
+            self.values.append(str(getattr(owner, field)))
+
+        def retrieve(self, query: str, /) -> str:
+            found = super().retrieve(query)
+            return f"{found}\n{field}s: {' '.join(self.values)}" if found else ""
+
+    with pytest.raises(ContractViolation) as caught:
+        check_memory(FieldSurvivesReset, max_examples=EXAMPLES, derandomize=True)
+    assert caught.value.contract_id == "reset-clears", str(caught.value)
 
 
 def test_violations_survive_pickling() -> None:

@@ -1,8 +1,11 @@
-"""Static conformance to BaseMemory, checked by mypy --strict --warn-unused-ignores (never run).
+"""Static conformance to BaseMemory under mypy --strict and pyright (never run).
 
 Conforming classes assign to ``BaseMemory`` cleanly. Each non-conforming one
-carries the exact ``# type: ignore[<code>]`` mypy must report: should a check
-stop firing, the ignore becomes unused and mypy fails the suite.
+carries the exact error each checker must report: ``# type: ignore[<code>]``
+for mypy (``--warn-unused-ignores``) and ``# pyright: ignore[<rule>]`` for
+basedpyright (``reportUnnecessaryTypeIgnoreComment``, ``enableTypeIgnoreComments
+= false``, so neither checker reads the other's comment). Should a check stop
+firing, its ignore becomes unused and that checker fails CI.
 """
 
 from __future__ import annotations
@@ -144,17 +147,17 @@ class KeywordOnlySession:
     def reset(self) -> None: ...
 
 
-optional_return: BaseMemory = OptionalReturn()  # type: ignore[assignment]
-missing_session: BaseMemory = MissingSession()  # type: ignore[assignment]
-str_message: BaseMemory = StrMessage()  # type: ignore[assignment]
-missing_reset: BaseMemory = MissingReset()  # type: ignore[assignment]
-int_query: BaseMemory = IntQuery()  # type: ignore[assignment]
-async_retrieve: BaseMemory = AsyncRetrieve()  # type: ignore[assignment]
-required_extra: BaseMemory = RequiredExtra()  # type: ignore[assignment]
-keyword_only_session: BaseMemory = KeywordOnlySession()  # type: ignore[assignment]
-not_searchable: SearchableMemory = Plain()  # type: ignore[assignment]
+optional_return: BaseMemory = OptionalReturn()  # type: ignore[assignment]  # pyright: ignore[reportAssignmentType]
+missing_session: BaseMemory = MissingSession()  # type: ignore[assignment]  # pyright: ignore[reportAssignmentType]
+str_message: BaseMemory = StrMessage()  # type: ignore[assignment]  # pyright: ignore[reportAssignmentType]
+missing_reset: BaseMemory = MissingReset()  # type: ignore[assignment]  # pyright: ignore[reportAssignmentType]
+int_query: BaseMemory = IntQuery()  # type: ignore[assignment]  # pyright: ignore[reportAssignmentType]
+async_retrieve: BaseMemory = AsyncRetrieve()  # type: ignore[assignment]  # pyright: ignore[reportAssignmentType]
+required_extra: BaseMemory = RequiredExtra()  # type: ignore[assignment]  # pyright: ignore[reportAssignmentType]
+keyword_only_session: BaseMemory = KeywordOnlySession()  # type: ignore[assignment]  # pyright: ignore[reportAssignmentType]
+not_searchable: SearchableMemory = Plain()  # type: ignore[assignment]  # pyright: ignore[reportAssignmentType]
 
 
 def keyword_call(memory: BaseMemory) -> str:
     # Callers must pass arguments positionally: the protocol's names are not part of it.
-    return memory.retrieve(query="hi")  # type: ignore[call-arg]
+    return memory.retrieve(query="hi")  # type: ignore[call-arg]  # pyright: ignore[reportCallIssue]

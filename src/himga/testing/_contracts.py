@@ -25,8 +25,9 @@ class Contract:
 CONTRACTS: tuple[Contract, ...] = (
     Contract(
         "protocol-shape",
-        "ingest, retrieve and reset exist, are plain (not async) callables and accept the "
-        "protocol's positional arguments; checked from signatures before any call",
+        "ingest, retrieve and reset (and search, when present) exist on an instance, are "
+        "plain (not async) callables and accept the protocol's positional arguments; "
+        "checked from signatures before any method is called",
     ),
     Contract(
         "retrieve-returns-str",
@@ -38,17 +39,24 @@ CONTRACTS: tuple[Contract, ...] = (
     ),
     Contract(
         "reset-clears",
-        'a fresh or reset memory retrieves "" for every query, and nothing ingested before a '
-        "reset appears in any later output, even after new ingests",
+        'a fresh or reset memory retrieves "" and finds no hits for every query, and nothing '
+        "ingested before a reset (in any field) appears in any later output, even after new "
+        "ingests; with deterministic=True, a reset instance behaves exactly like a fresh one",
     ),
     Contract(
         "reuse-after-reset",
-        "ingest, retrieve and reset keep working after any number of resets",
+        "ingest, retrieve, search and reset keep working after any number of resets",
     ),
     Contract(
         "instance-isolation",
         "what one instance ingests never appears in, nor makes non-empty, another instance's "
-        "output",
+        "output; with deterministic=True, no activity of another instance changes it at all",
+    ),
+    Contract(
+        "search-returns-hits",
+        "for memories with search(query, k): a sequence of at most k hits, each with a str or "
+        "None turn_id, a finite score and str text, best first; k of 0 or more than held is "
+        "safe; never raises; every turn id is one this instance ingested since its last reset",
     ),
 )
 _IDS = frozenset(contract.id for contract in CONTRACTS)
@@ -57,9 +65,12 @@ _IDS = frozenset(contract.id for contract in CONTRACTS)
 class ContractViolation(AssertionError):
     """A memory broke a contract.
 
-    ``contract_id`` is one of the ids in :data:`CONTRACTS`; ``reproducer`` is the
-    minimal (shrunk) sequence of calls that shows the violation, one call per
-    line, empty for ``protocol-shape`` (found without calling anything).
+    ``contract_id`` is one of the ids in :data:`CONTRACTS`; ``problem`` says what
+    went wrong (for a crash, where in the memory's code it raised); ``reproducer``
+    is the minimal (shrunk) program showing it, as runnable Python: the imports,
+    the factory call, the calls with their outputs as comments, and what was
+    expected instead. Empty for ``protocol-shape`` (found without calling any
+    memory method).
     """
 
     def __init__(self, contract_id: str, problem: str, reproducer: str = "") -> None:
@@ -88,29 +99,39 @@ _PROTOCOL: dict[str, tuple[str, ...]] = {
     "retrieve": ("query",),
     "reset": (),
 }
+_SEARCH: tuple[str, ...] = ("query", "k")
+_MISSING = object()
 
 
 def check_protocol_shape(target: Any) -> list[str]:
-    """Every way ``target`` (a memory class or instance) misses the protocol's shape.
+    """Every way ``target`` (a memory instance, or a class) misses the protocol's shape.
 
     Empty when it fits. Each problem names the method and, where one is at
-    fault, the parameter. Nothing is called: signatures are read with
+    fault, the parameter. Nothing is called: methods are looked up as callers
+    look them up (``getattr``, so methods bound in ``__init__``, ``__getattr__``
+    proxies and descriptors count) and their signatures read with
     :func:`inspect.signature`. Extra parameters are fine when optional.
+    ``search`` is checked when ``target`` has one (``SearchableMemory``).
     """
     problems: list[str] = []
-    for method, arguments in _PROTOCOL.items():
+    methods = dict(_PROTOCOL)
+    if _lookup(target, "search") is not _MISSING:
+        methods["search"] = _SEARCH
+    for method, arguments in methods.items():
         call = f"{method}({', '.join(arguments)})"
-        try:
-            member = inspect.getattr_static(target, method)
-        except AttributeError:
+        owner = target if isinstance(target, type) else type(target)
+        static = inspect.getattr_static(owner, method, _MISSING)
+        if isinstance(static, property):
+            problems.append(f"{method}: is a property, not a method")
+            continue
+        resolved = _lookup(target, method)
+        if resolved is _MISSING:
             problems.append(f"{method}: missing (the protocol calls {call})")
             continue
-        function = member.__func__ if isinstance(member, staticmethod | classmethod) else member
-        if not callable(function) and not _method_descriptor(function):
-            problems.append(f"{method}: is a {type(function).__name__}, not a method")
+        function = static.__func__ if isinstance(static, staticmethod | classmethod) else static
+        if not callable(resolved):
+            problems.append(f"{method}: is a {type(resolved).__name__}, not a method")
             continue
-        # Through the descriptor too: partialmethod, singledispatchmethod and the like.
-        resolved = getattr(target, method)
         if any(_is_async(f) for f in (function, resolved)):
             problems.append(f"{method}: is 'async def', but the protocol needs a plain method")
             continue
@@ -119,17 +140,18 @@ def check_protocol_shape(target: Any) -> list[str]:
         except (TypeError, ValueError):  # a builtin without a signature: nothing to read
             continue
         parameters = list(signature.parameters.values())
-        unbound = inspect.isfunction(resolved) and not isinstance(member, staticmethod)
+        unbound = inspect.isfunction(resolved) and not isinstance(static, staticmethod)
         if isinstance(target, type) and unbound and parameters:
             parameters = parameters[1:]  # a method looked up on the class keeps self
         problems.extend(_parameter_problems(method, call, arguments, parameters))
     return problems
 
 
-def _method_descriptor(member: object) -> bool:
-    # Non-data descriptors (functools.partialmethod, singledispatchmethod) become
-    # methods when looked up; data descriptors (property) do not.
-    return hasattr(type(member), "__get__") and not hasattr(type(member), "__set__")
+def _lookup(target: Any, method: str) -> Any:
+    try:
+        return getattr(target, method)
+    except AttributeError:
+        return _MISSING
 
 
 def _is_async(function: object) -> bool:

@@ -1,8 +1,9 @@
-"""Calls memories, records every call as a reproducer line, and checks each result.
+"""Calls memories, records every call as a line of a runnable reproducer, and checks each result.
 
 Leaks are found with canary tokens: every ingested message in a leak check
-carries two tokens no other message has -- a key the kit queries for and a
-secret it never queries for -- and the harness knows which instance ingested
+carries tokens no other message has -- in its content, and as drawn in its
+role, session id, date and turn id -- each a pair of a key the kit queries for
+and a secret it never queries for. The harness knows which instance ingested
 them and whether that instance was reset since. A token in an output is
 therefore legal only if the same instance ingested it after its last reset, or
 if the query itself holds it (a memory may echo its query) -- whatever the
@@ -11,16 +12,21 @@ memory deems relevant, and however random its output.
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import itertools
+import math
+import os
 import re
-from collections.abc import Callable
+import traceback
+from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any, NoReturn
 
 from himga.data.schema import Message, Session
 from himga.testing._contracts import ContractViolation
 
-__all__ = ["CANARY", "Harness"]
+__all__ = ["CANARY", "Harness", "factory_import"]
 
 # Keys are zq<run>c<n>xq, secrets zq<run>s<n>xq.
 CANARY = re.compile(r"zq\d+[cs]\d+xq")
@@ -28,63 +34,149 @@ CANARY = re.compile(r"zq\d+[cs]\d+xq")
 # class- or module-level state from an earlier run is recognised as foreign.
 _RUNS = itertools.count(1)
 _SHOWN = 60
+_PROBED = 8
+_KIT = str(Path(__file__).resolve().parent)
 
 RETURNS_STR = "retrieve-returns-str"
 EMPTY_QUERY = "retrieve-empty-query"
 RESET_CLEARS = "reset-clears"
 REUSE = "reuse-after-reset"
 ISOLATION = "instance-isolation"
+SEARCH = "search-returns-hits"
+
+# One recorded call since an instance's last reset: ("ingest", message, session),
+# ("retrieve", query, output), ("search", query, k, hits) or ("reset",).
+_Call = tuple[Any, ...]
 
 
-def _show(text: str) -> str:
-    if len(text) <= _SHOWN:
+def _show(value: object) -> str:
+    """A short rendering for comments (outputs): not meant to be run."""
+    text = value if isinstance(value, str) else repr(value)
+    if isinstance(value, str) and len(text) <= _SHOWN:
         return repr(text)
-    if len(set(text)) == 1:
-        return f"{text[0]!r} * {len(text)}"
+    if not isinstance(value, str) and len(text) <= 2 * _SHOWN:
+        return text
     return f"{text[:_SHOWN]!r} ... ({len(text)} chars)"
 
 
-def _show_message(message: Message) -> str:
-    turn = f", turn_id={message.turn_id!r}" if message.turn_id is not None else ""
-    return f"Message(role={message.role!r}, content={_show(message.content)}{turn})"
+def _literal(text: str) -> str:
+    """A Python expression equal to ``text``, short when ``text`` is a repetition."""
+    if len(text) > 200:
+        for period in range(1, 17):
+            unit = text[:period]
+            times = 1
+            while text.startswith(unit, times * period):
+                times += 1
+            if times >= 10 and len(text) - times * period <= 200:
+                rest = text[times * period :]
+                return f"{unit!r} * {times}" + (f" + {rest!r}" if rest else "")
+    return repr(text)
 
 
-def _show_session(session: Session) -> str:
-    inner = ", ".join(_show_message(m) for m in session.messages)
-    date = f", date_str={session.date_str!r}" if session.date_str is not None else ""
-    return f"Session(session_id={session.session_id!r}, messages=[{inner}]{date})"
+def _message(message: Message) -> str:
+    turn = f", turn_id={_literal(message.turn_id)}" if message.turn_id is not None else ""
+    return f"Message(role={_literal(message.role)}, content={_literal(message.content)}{turn})"
 
 
-def _describe_factory(factory: Callable[[], Any]) -> str:
+def _session(session: Session) -> str:
+    inner = ", ".join(_message(m) for m in session.messages)
+    date = f", date_str={_literal(session.date_str)}" if session.date_str is not None else ""
+    return f"Session(session_id={_literal(session.session_id)}, messages=[{inner}]{date})"
+
+
+def factory_import(factory: Callable[[], Any]) -> list[str]:
+    """Lines binding ``factory`` by import, or a placeholder saying why that is impossible."""
     module = getattr(factory, "__module__", None)
     name = getattr(factory, "__qualname__", None)
-    return f"{module}:{name}" if module and name else repr(factory)
+    if module and name and module != "__main__" and "<" not in name:
+        top, _, rest = name.partition(".")
+        if not rest:
+            return [f"from {module} import {top} as factory"]
+        return [f"from {module} import {top}", f"factory = {top}.{rest}"]
+    return [f"factory = ...  # {factory!r}: not importable; bind your memory factory here"]
+
+
+def raised_at(exc: BaseException) -> str | None:
+    """``file:line in function`` of the innermost frame outside the kit, if any."""
+    frames = [f for f in traceback.extract_tb(exc.__traceback__) if not f.filename.startswith(_KIT)]
+    if not frames:
+        return None
+    frame = frames[-1]
+    path = frame.filename
+    with contextlib.suppress(ValueError):  # on another drive (Windows)
+        path = os.path.relpath(path)
+    if path.startswith(".."):
+        path = frame.filename
+    return f"{path}:{frame.lineno} in {frame.name}"
+
+
+def _hits_problem(output: Any, k: int) -> str | None:
+    """What is wrong with ``output`` as the result of ``search(query, k)``, if anything."""
+    if isinstance(output, str | bytes) or not isinstance(output, Sequence):
+        return f"search returned {type(output).__name__}, not a sequence of hits"
+    if len(output) > k:
+        return f"search(..., {k}) returned {len(output)} hits, more than k"
+    previous: Any = None
+    for position, hit in enumerate(output):
+        if not all(hasattr(hit, a) for a in ("turn_id", "score", "text")):
+            return f"hit {position} is a {type(hit).__name__}, not a Hit(turn_id, score, text)"
+        turn_id, score, text = hit.turn_id, hit.score, hit.text
+        if turn_id is not None and not isinstance(turn_id, str):
+            return f"hit {position} has turn_id {turn_id!r}, neither a str nor None"
+        if isinstance(score, bool) or not isinstance(score, int | float):
+            return f"hit {position} has score {score!r}, not a number"
+        if not math.isfinite(score):
+            return f"hit {position} has score {score!r}, not a finite number"
+        if not isinstance(text, str):
+            return f"hit {position} has text of type {type(text).__name__}, not str"
+        if previous is not None and score > previous:
+            return (
+                f"hit {position} scores {score!r}, more than hit {position - 1} "
+                f"({previous!r}): hits must come best first"
+            )
+        previous = score
+    return None
+
+
+def _hit_values(hits: Sequence[Any]) -> tuple[tuple[Any, Any, Any], ...]:
+    return tuple((hit.turn_id, hit.score, hit.text) for hit in hits)
 
 
 class Harness:
     """Runs calls on memories made by one factory and checks every result.
 
-    Crashes and non-``str`` results are always checked, and blamed on the
+    Crashes and wrongly typed results are always checked, and blamed on the
     contract they break (see :meth:`_blame`). ``checks`` selects the output
     checks of this run: ``reset-clears`` and ``instance-isolation`` (the state
     machine makes both, each program of ``check_contract`` its own).
+    ``deterministic`` adds the replay checks of :meth:`check_replay`.
     """
 
-    def __init__(self, factory: Callable[[], Any], checks: frozenset[str]) -> None:
+    def __init__(
+        self, factory: Callable[[], Any], checks: frozenset[str], *, deterministic: bool = False
+    ) -> None:
         self._factory = factory
         self._checks = checks
+        self.deterministic = deterministic
         self._run = next(_RUNS)
         self._canaries: list[str] = []
         self._owner: dict[str, int] = {}
         self._contents: list[str] = []
-        self._session_names: dict[int, str] = {}
-        self.trace: list[str] = [f"factory = {_describe_factory(factory)}"]
+        self._session_names: dict[Session, str] = {}
+        self._turn_owners: dict[str, set[int]] = {}
+        self._clock = 0
+        self.trace: list[str] = []
         self.memories: list[Any] = []
+        self.searchable: list[bool] = []
         self.live: list[set[str]] = []  # tokens ingested since the instance's last reset
+        self.turns: list[set[str]] = []  # turn ids ingested since the instance's last reset
         self.holds: list[bool] = []  # anything ingested since the instance's last reset
         self.touched: list[bool] = []  # ever ingested or reset
-        self.history: list[list[tuple[Message, Session]]] = []  # ingested since last reset
+        self.calls: list[list[_Call]] = []  # since the instance's last reset
+        self.history: list[list[_Call]] = []  # every call, resets included
         self.resets: list[int] = []
+        self._reset_at: list[int] = []
+        self._active_at: list[int] = []
 
     # -- the calls --------------------------------------------------------------
 
@@ -99,11 +191,16 @@ class Harness:
             blame = next(iter(self._checks)) if len(self._checks) == 1 else RETURNS_STR
             self._fail(blame, f"factory() raised {type(exc).__name__}: {exc}", exc)
         self.memories.append(memory)
-        self.live.append(set())
-        self.holds.append(False)
-        self.touched.append(False)
+        self.searchable.append(callable(getattr(memory, "search", None)))
+        for per_instance in (self.live, self.turns):
+            per_instance.append(set())
+        for flags in (self.holds, self.touched):
+            flags.append(False)
+        self.calls.append([])
         self.history.append([])
         self.resets.append(0)
+        self._reset_at.append(0)
+        self._active_at.append(0)
         return index
 
     def new_canary(self, index: int) -> str:
@@ -133,12 +230,18 @@ class Harness:
 
     def ingest(self, index: int, message: Message, session: Session) -> None:
         name = self._session_name(session)
-        self.trace.append(f"m{index + 1}.ingest({_show_message(message)}, {name})")
+        self.trace.append(f"m{index + 1}.ingest({_message(message)}, {name})")
         self._call(index, "ingest", message, session)
         if message.content.strip():
             self._contents.append(message.content)
-        self.live[index].update(CANARY.findall(message.content))
-        self.history[index].append((message, session))
+        fields = (message.role, message.content, message.turn_id, session.session_id)
+        for text in (*fields, session.date_str):
+            if text is not None:
+                self.live[index].update(CANARY.findall(text))
+        if message.turn_id is not None:
+            self.turns[index].add(message.turn_id)
+            self._turn_owners.setdefault(message.turn_id, set()).add(index)
+        self._record(index, ("ingest", message, session))
         self.holds[index] = True
         self.touched[index] = True
 
@@ -146,25 +249,102 @@ class Harness:
         self.trace.append(f"m{index + 1}.reset()")
         self._call(index, "reset")
         self.live[index] = set()
-        self.history[index] = []
+        self.turns[index] = set()
+        self.calls[index] = []
+        self.history[index].append(("reset",))
         self.holds[index] = False
         self.touched[index] = True
         self.resets[index] += 1
+        self._clock += 1
+        self._reset_at[index] = self._active_at[index] = self._clock
 
     def retrieve(self, index: int, query: str) -> str:
-        self.trace.append(f"m{index + 1}.retrieve({_show(query)})")
+        self.trace.append(f"m{index + 1}.retrieve({_literal(query)})")
         output = self._call(index, "retrieve", query)
         if not isinstance(output, str):
             self.trace[-1] += f"  # -> {output!r:.{_SHOWN}}"
             blame = self._blame(index, "retrieve", (query,))
-            self._fail(blame, f"retrieve returned {type(output).__name__}, not str")
+            self._fail(
+                blame, f"retrieve returned {type(output).__name__}, not str", expected="a str"
+            )
         self.trace[-1] += f"  # -> {_show(output)}"
-        self._check_output(index, output, query)
+        self._check_output(index, output, query, "retrieve", nonempty=output != "")
+        self._record(index, ("retrieve", query, output))
         return output
+
+    def search(self, index: int, query: str, k: int) -> None:
+        """``search(query, k)`` on instance ``index``; nothing when it has no ``search``."""
+        if not self.searchable[index]:
+            return
+        self.trace.append(f"m{index + 1}.search({_literal(query)}, {k})")
+        output = self._call(index, "search", query, k)
+        hits = self._check_hits(index, output, query, k)
+        texts = "\n".join(f"{hit.turn_id} {hit.text}" for hit in hits)
+        self._check_output(index, texts, query, "search", nonempty=bool(hits))
+        self._record(index, ("search", query, k, _hit_values(hits)))
+
+    def probe(self) -> None:
+        """Ask every instance for the keys it must not show: leaks show whatever it ranks.
+
+        Those are the keys of other instances and of its own before its last
+        reset: the first and last ``_PROBED`` one by one, then all at once.
+        """
+        for index in range(len(self.memories)):
+            foreign = [key for key in self._canaries if key not in self.live[index]]
+            if len(foreign) > 2 * _PROBED:
+                foreign = foreign[:_PROBED] + foreign[-_PROBED:]
+            for token in foreign or ["memory"]:
+                self.retrieve(index, token)
+                self.search(index, token, 3)
+            if self._canaries:  # every key at once: the ranking shows too
+                every = " ".join(self._canaries)
+                self.retrieve(index, every)
+                self.search(index, every, 5)
 
     # -- the checks -------------------------------------------------------------
 
-    def _check_output(self, index: int, output: str, query: str) -> None:
+    def _check_hits(self, index: int, output: Any, query: str, k: int) -> list[Any]:
+        me = f"m{index + 1}"
+        problem = _hits_problem(output, k)
+        self.trace[-1] += f"  # -> {output!r:.{_SHOWN}}" if problem else f"  # -> {_show(output)}"
+        if problem:
+            self._fail(
+                self._blame(index, "search", (query, k)),
+                problem,
+                expected=f"a sequence of at most {k} Hit(turn_id, score, text), best first",
+            )
+        hits = list(output)
+        for hit in hits:
+            turn_id = hit.turn_id
+            if turn_id is None or turn_id in self.turns[index] or CANARY.search(turn_id):
+                continue  # canary-bearing ids are judged as tokens, by their owner
+            owners = self._turn_owners.get(hit.turn_id, set())
+            if index in owners:
+                self._fail(
+                    RESET_CLEARS,
+                    f"{me}.search returned turn id {hit.turn_id!r}, which {me} ingested only "
+                    f"before its reset()",
+                    expected=f"only turn ids {me} ingested since its last reset",
+                )
+            if owners:
+                other = min(owners)
+                self._fail(
+                    ISOLATION,
+                    f"{me}.search returned turn id {hit.turn_id!r}, which only m{other + 1} "
+                    f"ingested",
+                    expected=f"only turn ids {me} ingested",
+                )
+            self._fail(
+                SEARCH,
+                f"{me}.search returned turn id {hit.turn_id!r}, which no instance ingested",
+                expected=f"only turn ids {me} ingested since its last reset",
+            )
+        return hits
+
+    def _check_output(
+        self, index: int, output: str, query: str, method: str, *, nonempty: bool
+    ) -> None:
+        """Leak checks of one output (``search``'s: its hits' turn ids and texts)."""
         me = f"m{index + 1}"
         # A token the query holds may be an echo of the query: the secret shows leaks.
         tokens = [token for token in CANARY.findall(output) if token not in query]
@@ -174,6 +354,7 @@ class Harness:
                 ISOLATION,
                 f"{me}'s output holds {unknown[0]!r}, which an instance of an earlier run "
                 f"ingested: state is shared across instances",
+                expected="no token this run did not plant",
             )
         if RESET_CLEARS in self._checks:
             for token in tokens:
@@ -182,11 +363,13 @@ class Harness:
                         RESET_CLEARS,
                         f"{token!r} was ingested by {me} before its reset(), "
                         f"yet appears in its output",
+                        expected=f"no token {me} ingested before its last reset()",
                     )
-            if not self.holds[index] and output and not self._others_hold(index):
+            if not self.holds[index] and nonempty and not self._others_hold(index):
                 state = "was reset" if self.resets[index] else "is fresh"
+                what = 'retrieve must return ""' if method == "retrieve" else "search finds nothing"
                 problem = (
-                    f'{me} {state} and has ingested nothing since, so retrieve must return "", '
+                    f"{me} {state} and has ingested nothing since, so {what}, "
                     f"but it returned {_show(output)}"
                 )
                 if self._shares_state():
@@ -194,8 +377,9 @@ class Harness:
                         ISOLATION,
                         f"{problem}; it comes from other instances: a new instance's output "
                         f"changes when another new instance ingests",
+                        expected="output unaffected by other instances",
                     )
-                self._fail(RESET_CLEARS, problem)
+                self._fail(RESET_CLEARS, problem, expected='"" / no hits')
         if ISOLATION in self._checks:
             for token in tokens:
                 owner = self._owner[token]
@@ -203,13 +387,101 @@ class Harness:
                     self._fail(
                         ISOLATION,
                         f"{token!r} was ingested by m{owner + 1}, yet appears in {me}'s output",
+                        expected=f"no token another instance ingested in {me}'s output",
                     )
-            if not self.touched[index] and output and self._others_hold(index):
+            if not self.touched[index] and nonempty and self._others_hold(index):
+                problem = f"{me} is fresh, yet its {method} returned {_show(output)}"
+                if self._shares_state():
+                    self._fail(
+                        ISOLATION,
+                        f"{problem} while another instance holds content: a new instance's "
+                        f"output changes when another new instance ingests",
+                        expected="output unaffected by other instances",
+                    )
                 self._fail(
-                    ISOLATION,
-                    f"{me} is fresh, yet returned {_show(output)} while another instance "
-                    f"holds content",
+                    RESET_CLEARS,
+                    f"{problem}, though it has ingested nothing",
+                    expected='"" / no hits from a fresh instance',
                 )
+
+    def check_replay(self, index: int) -> None:
+        """With ``deterministic``: instance ``index`` behaves as a lone fresh one given its calls.
+
+        Its outputs since its last reset are compared with those of a fresh
+        instance given the same calls. On a difference, a second fresh
+        instance tells randomness or shared state (the two fresh ones differ:
+        ``instance-isolation``) from a reset that did not restore the fresh
+        state (a lone instance given the whole history, resets included,
+        reproduces the difference: ``reset-clears``); otherwise the other
+        instances' activity changed this one's output (``instance-isolation``).
+        """
+        calls = self.calls[index]
+        if not self.deterministic or all(call[0] == "ingest" for call in calls):
+            return
+        recorded = [call[-1] for call in calls if call[0] != "ingest"]
+        me = f"m{index + 1}"
+        lines = [f"# a fresh instance given {me}'s calls since its last reset:"]
+        first = self._replay(calls, lines)
+        if first == recorded:
+            return
+        position = next(i for i, (a, b) in enumerate(zip(first, recorded, strict=False)) if a != b)
+        said = (
+            f"{me} returned {_show(recorded[position])}, a fresh instance given the same calls "
+            f"{_show(first[position]) if position < len(first) else 'raised'}"
+        )
+        self.trace += lines
+        expected = f"equal outputs (deterministic=True): {me} is a fresh instance's twin"
+        if self._replay(calls, []) != first:
+            self._fail(
+                ISOLATION,
+                f"deterministic=True, yet two fresh instances given the same calls disagree "
+                f"(shared state or randomness): {said}",
+                expected=expected,
+            )
+        alone = self._replay(self.history[index], [])
+        if self.resets[index] and alone[len(alone) - len(recorded) :] == recorded:
+            self._fail(
+                RESET_CLEARS,
+                f"deterministic=True, yet after reset() {me} behaves unlike a fresh instance: "
+                f"{said}",
+                expected=expected,
+            )
+        self._fail(
+            ISOLATION,
+            f"deterministic=True, yet another instance's activity changed {me}'s output: {said}",
+            expected=expected,
+        )
+
+    def _replay(self, calls: list[_Call], lines: list[str]) -> list[Any]:
+        """The outputs of a fresh instance given ``calls``; stops at a crash."""
+        outputs: list[Any] = []
+        lines.append("twin = factory()")
+        try:
+            twin = self._factory()
+            for call in calls:
+                if call[0] == "ingest":
+                    lines.append(f"twin.ingest({_message(call[1])}, {self._session_name(call[2])})")
+                    twin.ingest(call[1], call[2])
+                elif call[0] == "reset":
+                    lines.append("twin.reset()")
+                    twin.reset()
+                elif call[0] == "retrieve":
+                    outputs.append(twin.retrieve(call[1]))
+                    lines.append(f"twin.retrieve({_literal(call[1])})  # -> {_show(outputs[-1])}")
+                else:
+                    outputs.append(_hit_values(twin.search(call[1], call[2])))
+                    lines.append(
+                        f"twin.search({_literal(call[1])}, {call[2]})  # -> {_show(outputs[-1])}"
+                    )
+        except Exception as exc:
+            lines.append(f"# raised {type(exc).__name__}: {exc}")
+        return outputs
+
+    def _record(self, index: int, call: _Call) -> None:
+        self.calls[index].append(call)
+        self.history[index].append(call)
+        self._clock += 1
+        self._active_at[index] = self._clock
 
     def _shares_state(self) -> bool:
         """Whether one new instance's output changes when another new instance ingests.
@@ -221,6 +493,7 @@ class Harness:
         watcher, writer = len(self.memories) + 1, len(self.memories) + 2
         token = f"zq{self._run}c0xq"
         message = Message(role="user", content=f"diagnosis {token}")
+        session = Session(session_id="diagnosis", messages=())
         self.trace += [
             "# is that output another instance's? two more instances:",
             f"m{watcher} = factory()",
@@ -230,10 +503,8 @@ class Harness:
             first, second = self._factory(), self._factory()
             before = first.retrieve(token)
             self.trace.append(f"m{watcher}.retrieve({token!r})  # -> {_show(str(before))}")
-            second.ingest(message, Session(session_id="diagnosis", messages=()))
-            self.trace.append(
-                f"m{writer}.ingest({_show_message(message)}, Session('diagnosis', []))"
-            )
+            second.ingest(message, session)
+            self.trace.append(f"m{writer}.ingest({_message(message)}, {_session(session)})")
             after = first.retrieve(token)
             self.trace.append(f"m{watcher}.retrieve({token!r})  # -> {_show(str(after))}")
         except Exception:
@@ -250,14 +521,17 @@ class Harness:
         try:
             output = getattr(self.memories[index], method)(*args)
         except Exception as exc:
+            where = raised_at(exc)
             problem = f"{method} raised {type(exc).__name__}: {exc}"
-            self._fail(self._blame(index, method, args), problem, exc)
+            if where:
+                problem += f" (at {where})"
+            self._fail(self._blame(index, method, args), problem, exc, expected="no exception")
         if inspect.iscoroutine(output):
             output.close()  # never awaited by design; closing avoids a RuntimeWarning
         return output
 
     def _blame(self, index: int, method: str, args: tuple[Any, ...]) -> str:
-        """The contract a crash or a non-str result breaks.
+        """The contract a crash or a wrongly typed result breaks.
 
         A failing ``reset`` breaks ``reuse-after-reset``; so does any call after a
         reset that a fresh instance given the same history copes with.
@@ -266,6 +540,8 @@ class Harness:
             self.resets[index] and self._copes_without_reset(index, method, args)
         ):
             return REUSE
+        if method == "search":
+            return SEARCH
         if method == "retrieve" and not args[0].strip():
             return EMPTY_QUERY
         return RETURNS_STR
@@ -274,20 +550,44 @@ class Harness:
         # A diagnosis only: these calls are not part of the reproducer.
         try:
             twin = self._factory()
-            for message, session in self.history[index]:
-                twin.ingest(message, session)
+            for call in self.calls[index]:
+                if call[0] == "ingest":
+                    twin.ingest(call[1], call[2])
             output = getattr(twin, method)(*args)
         except Exception:
             return False
-        return method != "retrieve" or isinstance(output, str)
+        if method == "retrieve":
+            return isinstance(output, str)
+        if method == "search":
+            return _hits_problem(output, args[1]) is None
+        return True
 
     def _session_name(self, session: Session) -> str:
-        name = self._session_names.get(id(session))
+        name = self._session_names.get(session)
         if name is None:
             name = f"s{len(self._session_names) + 1}"
-            self._session_names[id(session)] = name
-            self.trace.append(f"{name} = {_show_session(session)}")
+            self._session_names[session] = name
+            self.trace.append(f"{name} = {_session(session)}")
         return name
 
-    def _fail(self, contract_id: str, problem: str, cause: Exception | None = None) -> NoReturn:
-        raise ContractViolation(contract_id, problem, "\n".join(self.trace)) from cause
+    def reproducer(self, expected: str | None = None) -> str:
+        """The calls so far as a runnable Python program, ending with what was expected."""
+        lines = [
+            "from himga.data.schema import Message, Session",
+            *factory_import(self._factory),
+            "",
+            *self.trace,
+        ]
+        if expected:
+            lines.append(f"# expected: {expected}")
+        return "\n".join(lines)
+
+    def _fail(
+        self,
+        contract_id: str,
+        problem: str,
+        cause: Exception | None = None,
+        *,
+        expected: str | None = None,
+    ) -> NoReturn:
+        raise ContractViolation(contract_id, problem, self.reproducer(expected)) from cause

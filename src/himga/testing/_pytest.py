@@ -9,9 +9,58 @@ from typing import Any, ClassVar
 from hypothesis import settings
 
 from himga.testing._check import check_contract
-from himga.testing._contracts import CONTRACTS
+from himga.testing._contracts import CONTRACTS, ContractViolation
 
-__all__ = ["MemoryContract"]
+__all__ = ["MemoryContract", "run_contract_test"]
+
+# Per factory, the contract ids whose violation a test already reported, and which test.
+_REPORTED: dict[Any, dict[str, str]] = {}
+
+
+def run_contract_test(
+    factory: Callable[[], Any],
+    contract_id: str,
+    *,
+    test: str,
+    max_examples: int | None = None,
+    deterministic: bool = False,
+) -> None:
+    """Check one contract as the pytest test named ``test``, one failing test per root cause.
+
+    ``max_examples`` and ``derandomize`` follow the active Hypothesis profile
+    (and ``--hypothesis-seed`` the seed). A violation of another contract than
+    ``contract_id`` fails this test unless an earlier test of the same factory
+    already reported that contract's violation: then this test is skipped,
+    naming it, as ``himga check`` prints ``skip``.
+    """
+    import pytest  # only ever called from a test run
+
+    reported = _REPORTED.setdefault(_key(factory), {})
+    if contract_id in reported:
+        pytest.skip(f"not checked: {contract_id} already fails in {reported[contract_id]}")
+    profile = settings()
+    try:
+        check_contract(
+            factory,
+            contract_id,
+            max_examples=max_examples if max_examples is not None else profile.max_examples,
+            derandomize=profile.derandomize,
+            deterministic=deterministic,
+        )
+    except ContractViolation as violation:
+        first = reported.get(violation.contract_id)
+        if first is not None and violation.contract_id != contract_id:
+            pytest.skip(f"not checked: {violation.contract_id} fails first (see {first})")
+        reported.setdefault(violation.contract_id, test)
+        raise
+
+
+def _key(factory: Callable[[], Any]) -> Any:
+    try:
+        hash(factory)
+    except TypeError:
+        return id(factory)
+    return factory
 
 
 def _test_name(contract_id: str) -> str:
@@ -31,7 +80,11 @@ class MemoryContract:
 
     Each contract of :data:`~himga.testing.CONTRACTS` becomes one test,
     ``test_<contract id with underscores>``. ``max_examples`` defaults to the
-    ``max_examples`` of the Hypothesis profile in force when the test runs.
+    ``max_examples`` of the Hypothesis profile in force when the test runs, whose
+    ``derandomize`` (and pytest's ``--hypothesis-seed``) apply too. Set
+    ``deterministic = True`` for a memory that promises equal outputs for equal
+    call histories. One root cause fails one test: a later test that runs into
+    a violation an earlier one reported is skipped, naming it.
 
     Opting out of a contract must be explicit: a subclass that replaces or
     removes a contract test without ``@pytest.mark.xfail(reason=...)``, or
@@ -41,6 +94,7 @@ class MemoryContract:
 
     factory: ClassVar[Callable[[], Any]]
     max_examples: ClassVar[int | None] = None
+    deterministic: ClassVar[bool] = False
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -64,9 +118,13 @@ class MemoryContract:
             raise TypeError(f"{type(self).__qualname__} must set factory = <memory factory>")
         if isinstance(factory, staticmethod):
             factory = factory.__func__
-        # settings() inherits from the profile loaded by the caller's test configuration.
-        examples = self.max_examples if self.max_examples is not None else settings().max_examples
-        check_contract(factory, contract_id, max_examples=examples)
+        run_contract_test(
+            factory,
+            contract_id,
+            test=f"{type(self).__qualname__}.{_test_name(contract_id)}",
+            max_examples=self.max_examples,
+            deterministic=self.deterministic,
+        )
 
     def test_protocol_shape(self) -> None:
         self._check("protocol-shape")
@@ -85,3 +143,6 @@ class MemoryContract:
 
     def test_instance_isolation(self) -> None:
         self._check("instance-isolation")
+
+    def test_search_returns_hits(self) -> None:
+        self._check("search-returns-hits")

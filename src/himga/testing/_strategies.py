@@ -6,7 +6,31 @@ from hypothesis import strategies as st
 
 from himga.data.schema import Message, Session
 
-__all__ = ["blank_texts", "messages", "queries", "sessions", "texts"]
+__all__ = [
+    "EVAL_DATES",
+    "EVAL_SESSION_IDS",
+    "EVAL_TURN_IDS",
+    "SPEAKERS",
+    "blank_texts",
+    "messages",
+    "queries",
+    "roles",
+    "session_dates",
+    "session_ids",
+    "sessions",
+    "texts",
+    "turn_ids",
+]
+
+# What benchmark traffic looks like, in both raw formats (see himga.data): LoCoMo's
+# speakers are people and its turn ids are dia_ids "D<session>:<n>"; LongMemEval's
+# roles are user / assistant and its turn ids "<haystack session id>:<index>".
+# The pools are small on purpose: real runs reuse these ids in every sample, so the
+# generated programs reuse them across resets and across instances too.
+SPEAKERS = ("user", "assistant", "Caroline", "Melanie")
+EVAL_SESSION_IDS = ("session_1", "session_2", "answer_4be1b6b4_2", "sharegpt_yywfWOg_0")
+EVAL_TURN_IDS = ("D1:1", "D1:2", "D2:1")
+EVAL_DATES = ("1:56 pm on 8 May, 2023", "10:37 am on 27 June, 2023", "2023/05/20 (Sat) 02:21")
 
 # Characters for which str.isspace() holds, ASCII and beyond (NBSP, ideographic space, ...).
 _WHITESPACE = "".join(chr(c) for c in range(0x3001) if chr(c).isspace())
@@ -49,21 +73,40 @@ def queries() -> st.SearchStrategy[str]:
     return texts()
 
 
+def roles() -> st.SearchStrategy[str]:
+    """A chat role (LongMemEval), a speaker's name (LoCoMo), or any short text."""
+    return st.sampled_from(SPEAKERS) | st.text(max_size=12)
+
+
+def turn_ids() -> st.SearchStrategy[str | None]:
+    """No id, a LoCoMo ``D<session>:<n>`` id, or a LongMemEval ``<session id>:<index>`` id."""
+    longmemeval = st.builds(
+        "{}:{}".format, st.sampled_from(EVAL_SESSION_IDS[2:]), st.integers(0, 12)
+    )
+    locomo = st.from_regex(r"D[0-9]{1,2}:[0-9]{1,3}", fullmatch=True)
+    return st.none() | st.sampled_from(EVAL_TURN_IDS) | locomo | longmemeval
+
+
+def session_ids() -> st.SearchStrategy[str]:
+    """LoCoMo (``session_<n>``) and LongMemEval haystack session ids, or any short text."""
+    return st.sampled_from(EVAL_SESSION_IDS) | st.text(min_size=1, max_size=12)
+
+
+def session_dates() -> st.SearchStrategy[str | None]:
+    """No date, either benchmark's raw date format, or text no parser understands."""
+    return st.none() | st.sampled_from([*EVAL_DATES, "2024-01-01", "sometime"])
+
+
 def messages() -> st.SearchStrategy[Message]:
     """Messages with any content; the role is a chat role or a speaker's name."""
-    roles = st.sampled_from(["user", "assistant", "Caroline", "Melanie"]) | st.text(max_size=12)
-    turn_ids = st.none() | st.from_regex(r"D[0-9]{1,2}:[0-9]{1,3}", fullmatch=True)
-    return st.builds(Message, role=roles, content=texts(), turn_id=turn_ids)
+    return st.builds(Message, role=roles(), content=texts(), turn_id=turn_ids())
 
 
 def sessions(*, max_messages: int = 3) -> st.SearchStrategy[Session]:
     """Sessions holding up to ``max_messages`` messages, with or without a (parseable) date."""
-    date_strs = st.none() | st.sampled_from(
-        ["1:56 pm on 8 May, 2023", "2023/05/20 (Sat) 02:21", "2024-01-01", "sometime"]
-    )
     return st.builds(
         Session,
-        session_id=st.text(min_size=1, max_size=12),
+        session_id=session_ids(),
         messages=st.lists(messages(), max_size=max_messages),
-        date_str=date_strs,
+        date_str=session_dates(),
     )
