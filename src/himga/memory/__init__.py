@@ -2,6 +2,7 @@
 
 from himga.memory._bm25 import BM25Memory
 from himga.memory._full import FullContextMemory
+from himga.memory._himga import HiMGAMemory, HiMGAWeights
 from himga.memory._keyword import KeywordMemory
 from himga.memory._null import NullMemory
 from himga.memory._protocol import BaseMemory, Hit, SearchableMemory
@@ -19,6 +20,8 @@ __all__ = [
     "BM25Memory",
     "BaseMemory",
     "FullContextMemory",
+    "HiMGAMemory",
+    "HiMGAWeights",
     "Hit",
     "KeywordMemory",
     "MemoryFactory",
