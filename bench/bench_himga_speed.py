@@ -48,6 +48,10 @@ def percentile(values: Sequence[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
+def searcher(memory: Any) -> Callable[[str], object]:
+    return lambda query: memory.search(query, TOP_K)
+
+
 def bench_corpus(turns: Turns, queries: Sequence[str]) -> dict[str, Any]:
     setups: dict[str, dict[str, float]] = {}
     calls: dict[str, Callable[[str], object]] = {}
@@ -66,7 +70,7 @@ def bench_corpus(turns: Turns, queries: Sequence[str]) -> dict[str, Any]:
             "turns_per_s_with_build": len(turns) / (ingest_s + build_s),
         }
         calls[f"{name}.retrieve"] = memory.retrieve
-        calls[f"{name}.search"] = lambda query, memory=memory: memory.search(query, TOP_K)
+        calls[f"{name}.search"] = searcher(memory)
     rng = random.Random(0)
     samples: dict[str, list[float]] = {name: [] for name in calls}
     for query in queries:
