@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from himga.agent import BaseAgent
-from himga.data import Sample, load_dataset
+from himga.data import Sample, Session, load_dataset
 from himga.eval import compute_metrics, run_eval
 from himga.memory import BM25Memory, HiMGAMemory
 
@@ -54,7 +54,7 @@ def with_distractors(samples: list[Sample], count: int, seed: int) -> list[Sampl
         dated = [session.date for session in sample.sessions if session.date is not None]
         first, last = min(dated), max(dated)
         span = (last - first) + timedelta(days=180)
-        chosen = []
+        chosen: list[Session] = []
         while len(chosen) < count:
             owner, session = rng.choice(pool)
             if owner == sample.sample_id or session.session_id in own:
