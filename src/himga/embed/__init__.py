@@ -1,5 +1,11 @@
 """Text embeddings: one protocol, backends chosen by a spec string; see ``docs/embed.md``."""
 
+from himga._extras import require
+
+require("numpy", extra="dense", purpose="himga.embed")
+
+# ruff: noqa: E402 (numpy is checked first, so a missing extra is named, not a bare ImportError)
+
 from himga.embed._cache import EMBED_CACHE_ENV, CachedEmbedder, CacheStats, default_cache_path
 from himga.embed._errors import EmbedderError, UnknownEmbedderError
 from himga.embed._factory import DEFAULT_EMBEDDER, EMBEDDER_SPECS, get_embedder
