@@ -12,7 +12,7 @@ HiMGAMemory runs with its shipped defaults, chosen on LoCoMo only.
 
 Run::
 
-    uv run python bench/bench_himga_heldout.py --data-dir ../shared/datasets
+    uv run python -m bench.bench_himga_heldout --data-dir ../shared/datasets
 
 Prints a markdown table and a JSON manifest.
 """

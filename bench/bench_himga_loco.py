@@ -16,9 +16,18 @@ reported as a result).
 Beside it, in the same run: BM25Memory through the same evaluation, and the
 published DRAGON figures.
 
+``--joint`` adds a second protocol, for weights that must hold beyond one
+benchmark: LongMemEval oracle questions with distractor sessions
+(:mod:`bench.bench_himga_heldout`) are split by position into a development
+third (index % 3 == 0) and a test two-thirds. Every LoCoMo fold then searches on
+its nine training conversations *and* the development third (the objective is
+the mean of the two datasets' objectives), and is evaluated on its held-out
+conversation as above; the weights searched on all ten conversations plus the
+development third are evaluated on the test two-thirds, which no search saw.
+
 Run::
 
-    uv run python bench/bench_himga_loco.py --data-dir ../shared/datasets
+    uv run python -m bench.bench_himga_loco --data-dir ../shared/datasets --joint
 
 Prints markdown tables and a JSON manifest.
 """
@@ -42,8 +51,9 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from bench.bench_himga_heldout import with_distractors
 from himga.agent import BaseAgent
-from himga.data import Category, Sample, load_dataset
+from himga.data import Sample, load_dataset
 from himga.eval import EvalResult, compute_metrics, run_eval
 from himga.memory import BM25Memory, HiMGAMemory, HiMGAWeights
 from himga.memory._himga._index import Index, final_scores
@@ -55,12 +65,12 @@ DRAGON = {5: 0.588, 10: 0.675, 25: 0.799, 50: 0.848}
 # score is divided by its maximum, so only ratios between level weights matter); the
 # semantic and dense weights need an embedder and are not searched here.
 GRID: dict[str, Sequence[float | int]] = {
-    "turn": (0.0, 0.5, 1.0, 2.0),
+    "turn": (0.0, 0.5, 1.0, 2.0, 4.0),
     "window2": (0.0, 0.5, 1.0, 2.0),
     "session": (0.0, 0.3, 0.6, 1.2),
     "temporal": (0.0, 0.1, 0.2, 0.4),
     "membership": (0.0, 0.05, 0.1, 0.2),
-    "qa": (0.0, 0.15, 0.3, 0.6),
+    "qa": (0.0, 0.1, 0.3, 0.6),
     "entity": (0.0, 0.05, 0.1, 0.2, 0.4),
     "date": (0.0, 0.5, 1.0, 2.0),
     "seeds": (5, 10, 20, 40),
@@ -123,17 +133,18 @@ class Search:
             rows.append(self.memo[weights, i])
         return np.concatenate(rows)
 
-    def objective(self, weights: HiMGAWeights, members: Sequence[int]) -> float:
-        return float(self.per_question(weights, members).mean())
+    def objective(self, weights: HiMGAWeights, groups: Sequence[Sequence[int]]) -> float:
+        """The mean over ``groups`` (datasets) of each one's per-question mean recall."""
+        return float(np.mean([self.per_question(weights, g).mean() for g in groups]))
 
-    def best(self, members: Sequence[int]) -> tuple[HiMGAWeights, float]:
+    def best(self, groups: Sequence[Sequence[int]]) -> tuple[HiMGAWeights, float]:
         weights = HiMGAWeights()
-        score = self.objective(weights, members)
+        score = self.objective(weights, groups)
         for _ in range(ROUNDS):
             for name, values in GRID.items():
                 for value in values:
                     candidate = dataclasses.replace(weights, **{name: value})  # type: ignore[arg-type]
-                    value_score = self.objective(candidate, members)
+                    value_score = self.objective(candidate, groups)
                     if value_score > score + 1e-12:
                         weights, score = candidate, value_score
         return weights, score
@@ -159,26 +170,18 @@ def git_commit() -> str:
     return completed.stdout.strip() or "unknown"
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--data-dir", type=Path, default=None, help="sets HIMGA_DATA_DIR")
-    parser.add_argument(
-        "--all", action="store_true", help="also search on all ten (the shipped defaults)"
-    )
-    args = parser.parse_args()
-    if args.data_dir is not None:
-        os.environ["HIMGA_DATA_DIR"] = str(args.data_dir.resolve())
-    started = time.perf_counter()
-    samples = list(load_dataset("locomo"))
-    conversations = [prepare(sample) for sample in samples]
-    search = Search(conversations)
-    everyone = range(len(samples))
+def leave_one_out(
+    search: Search, samples: Sequence[Sample], extra: Sequence[Sequence[int]]
+) -> tuple[dict[str, dict[int, float]], list[dict[str, Any]]]:
+    """Pooled held-out recall of the LoCoMo folds, and each fold's weights.
 
+    ``extra`` are further training groups (other datasets) every fold searches on too.
+    """
     folds: list[dict[str, Any]] = []
     held_out: list[EvalResult] = []
     for i, sample in enumerate(samples):
-        train = [j for j in everyone if j != i]
-        weights, train_score = search.best(train)
+        train = [j for j in range(len(samples)) if j != i]
+        weights, train_score = search.best([train, *extra])
         direct = search.per_question(weights, [i])
         results = evaluate([sample], HiMGAMemory(weights=weights))
         via_eval = recall_table(compute_metrics(results))["all"]
@@ -196,68 +199,138 @@ def main() -> None:
             }
         )
         print(f"fold {sample.sample_id}: {weights}", flush=True)
-    loco = recall_table(compute_metrics(held_out))
-    bm25 = recall_table(compute_metrics(evaluate(samples, BM25Memory())))
-    shipped = None
-    if args.all:
-        weights, score = search.best(list(everyone))
-        shipped = {"weights": dataclasses.asdict(weights), "objective_in_sample": round(score, 4)}
-    elapsed = time.perf_counter() - started
+    return recall_table(compute_metrics(held_out)), folds
 
-    groups = ["all", *(c.value for c in Category if c.value in loco)]
-    questions = sum(1 for result in held_out if result.evidence_turns)
-    print(f"\nLoCoMo-10, {questions} questions with evidence; evidence recall@k (%)")
-    print("HiMGAMemory: leave-one-conversation-out (each conversation under weights chosen")
-    print("on the other nine), pooled; all through run_eval + compute_metrics.\n")
-    print(
-        "| category | "
-        + " | ".join(f"HiMGA R@{k}" for k in KS)
-        + " | "
-        + " | ".join(f"BM25 R@{k}" for k in KS)
-        + " |"
-    )
-    print("|---|" + "---|" * (2 * len(KS)))
-    for group in groups:
-        ours = " | ".join(f"{100 * loco[group][k]:.1f}" for k in KS)
-        theirs = " | ".join(f"{100 * bm25[group][k]:.1f}" for k in KS)
-        print(f"| {group} | {ours} | {theirs} |")
-    print(
-        "| DRAGON (published), all | "
-        + " | ".join(f"{100 * v:.1f}" for v in DRAGON.values())
-        + " |"
-        + " |" * len(KS)
-    )
+
+def print_recall(
+    title: str, rows: dict[str, dict[str, dict[int, float]]], counts: dict[str, int]
+) -> None:
+    print(f"\n{title}\n")
+    header = " | ".join(f"{name} R@{k}" for name in rows for k in KS)
+    print(f"| category | n | {header} |\n|---|---|" + "---|" * (len(KS) * len(rows)))
+    first = next(iter(rows.values()))
+    for group in first:
+        cells = " | ".join(f"{100 * rows[name][group][k]:.1f}" for name in rows for k in KS)
+        print(f"| {group} | {counts.get(group, '')} | {cells} |")
+
+
+def print_folds(title: str, folds: list[dict[str, Any]]) -> None:
     names = list(GRID)
-    print("\nWeights chosen per fold (window1 = 1, semantic/dense unused without an embedder):\n")
+    print(f"\n{title} (window1 = 1; semantic and dense unused without an embedder):\n")
     print("| held out | " + " | ".join(names) + " | held-out R@10 |")
     print("|---|" + "---|" * (len(names) + 1))
     for fold in folds:
         cells = " | ".join(f"{fold['weights'][name]:g}" for name in names)
         print(f"| {fold['held_out']} | {cells} | {100 * fold['held_out_recall'][10]:.1f} |")
-    if shipped is not None:
-        print(f"\nsearched on all ten (shipped defaults, in-sample): {shipped}")
 
+
+def rounded(rows: dict[str, dict[int, float]]) -> dict[str, dict[int, float]]:
+    return {g: {k: round(v, 4) for k, v in row.items()} for g, row in rows.items()}
+
+
+def counts_of(samples: Sequence[Sample]) -> dict[str, int]:
+    counts = {"all": 0}
+    for sample in samples:
+        for qa in sample.qa_pairs:
+            if qa.evidence_turns:
+                counts["all"] += 1
+                counts[qa.category.value] = counts.get(qa.category.value, 0) + 1
+    return counts
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--data-dir", type=Path, default=None, help="sets HIMGA_DATA_DIR")
+    parser.add_argument(
+        "--joint", action="store_true", help="also the LoCoMo + LongMemEval-development protocol"
+    )
+    parser.add_argument("--distractors", type=int, default=40, help="LongMemEval distractors")
+    args = parser.parse_args()
+    if args.data_dir is not None:
+        os.environ["HIMGA_DATA_DIR"] = str(args.data_dir.resolve())
+    started = time.perf_counter()
+    samples = list(load_dataset("locomo"))
+    conversations = [prepare(sample) for sample in samples]
+    locomo = list(range(len(samples)))
+    lme_dev: list[Sample] = []
+    lme_test: list[Sample] = []
+    if args.joint:
+        haystacks = with_distractors(load_dataset("longmemeval_oracle"), args.distractors, seed=0)
+        lme_dev = haystacks[::3]
+        lme_test = [h for i, h in enumerate(haystacks) if i % 3]
+        conversations += [prepare(sample) for sample in lme_dev]
+    dev = list(range(len(samples), len(conversations)))
+    search = Search(conversations)
+
+    loco, folds = leave_one_out(search, samples, [])
+    bm25 = recall_table(compute_metrics(evaluate(samples, BM25Memory())))
+    locomo_only, locomo_only_score = search.best([locomo])
+    manifest: dict[str, Any] = {
+        "loco_recall": rounded(loco),
+        "bm25_recall": rounded(bm25),
+        "folds": folds,
+        "searched_on_all_ten": {
+            "weights": dataclasses.asdict(locomo_only),
+            "objective_in_sample": round(locomo_only_score, 4),
+        },
+    }
+    rows = {"HiMGA (LOCO)": loco, "BM25Memory": bm25}
+    if args.joint:
+        joint, joint_folds = leave_one_out(search, samples, [dev])
+        rows["HiMGA (LOCO + LME dev)"] = joint
+        shipped, shipped_score = search.best([locomo, dev])
+        test = {
+            "HiMGA, searched on LoCoMo + LME dev": recall_table(
+                compute_metrics(evaluate(lme_test, HiMGAMemory(weights=shipped)))
+            ),
+            "HiMGA, searched on LoCoMo only": recall_table(
+                compute_metrics(evaluate(lme_test, HiMGAMemory(weights=locomo_only)))
+            ),
+            "BM25Memory": recall_table(compute_metrics(evaluate(lme_test, BM25Memory()))),
+        }
+        manifest |= {
+            "joint_loco_recall": rounded(joint),
+            "joint_folds": joint_folds,
+            "searched_on_all_ten_and_lme_dev": {
+                "weights": dataclasses.asdict(shipped),
+                "objective_in_sample": round(shipped_score, 4),
+            },
+            "lme_dev_questions": len(lme_dev),
+            "lme_test_questions": len(lme_test),
+            "lme_test_recall": {name: rounded(r) for name, r in test.items()},
+        }
+    elapsed = time.perf_counter() - started
+
+    print_recall(
+        "LoCoMo-10, evidence recall@k (%). HiMGA: leave-one-conversation-out (each conversation "
+        "under weights searched without it), pooled; all through run_eval + compute_metrics. "
+        f"DRAGON (published): {' / '.join(f'{100 * v:.1f}' for v in DRAGON.values())}",
+        rows,
+        counts_of(samples),
+    )
+    print_folds("Weights chosen per fold, LoCoMo only", folds)
+    if args.joint:
+        print_folds("Weights chosen per fold, LoCoMo + LME dev", manifest["joint_folds"])
+        print_recall(
+            f"LongMemEval oracle + {args.distractors} distractors, test two-thirds "
+            "(no search saw them), turn-level evidence recall@k (%)",
+            test,
+            counts_of(lme_test),
+        )
     data_file = Path(os.environ.get("HIMGA_DATA_DIR", ".")) / "locomo" / "locomo10.json"
     manifest = {
         "bench": "bench/bench_himga_loco.py",
         "git_commit": git_commit(),
         "python": platform.python_version(),
         "versions": {name: version(name) for name in ("himga", "numpy", "scipy", "PyStemmer")},
-        "dataset": str(data_file),
-        "dataset_sha256": hashlib.sha256(data_file.read_bytes()).hexdigest()
-        if data_file.is_file()
-        else None,
-        "questions_with_evidence": questions,
+        "dataset_sha256": hashlib.sha256(data_file.read_bytes()).hexdigest(),
         "grid": GRID,
         "rounds": ROUNDS,
-        "objective": "mean evidence recall@{5,10,25,50} over the training questions",
+        "objective": "mean over datasets of mean evidence recall@{5,10,25,50} per question",
         "weight_settings_scored": len({w for w, _ in search.memo}),
         "wall_time_s": round(elapsed, 1),
-        "loco_recall": {g: {k: round(v, 4) for k, v in row.items()} for g, row in loco.items()},
-        "bm25_recall": {g: {k: round(v, 4) for k, v in row.items()} for g, row in bm25.items()},
         "dragon_published": DRAGON,
-        "folds": folds,
-        "shipped_defaults_search": shipped,
+        **manifest,
     }
     print("\nmanifest:\n" + json.dumps(manifest, indent=1))
 

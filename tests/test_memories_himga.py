@@ -267,3 +267,34 @@ def test_search_ranks_ingested_turns_best_first_deterministically(
     assert memory.search(query, max(k - 1, 0)) == hits[: max(k - 1, 0)]
     memory.reset()
     assert memory.search(query, k) == []
+
+
+# -- with an embedder ----------------------------------------------------------------------
+
+
+def test_an_embedder_adds_a_dense_level_and_semantic_edges() -> None:
+    from himga.embed import HashEmbedder
+
+    sessions = [
+        Session("s1", [*filler(1, 8), Message("Bo", "My runner friends train daily.", "R")])
+    ]
+    query = "running"  # stems to "run": no lexical match with "runner" anywhere
+    assert ids(memory_of(sessions), query) == []
+    memory = HiMGAMemory(weights=HiMGAWeights(dense=1.0), embedder=HashEmbedder(dim=1024))
+    for message in sessions[0].messages:
+        memory.ingest(message, sessions[0])
+    assert ids(memory, query, 1) == ["R"]  # shares character trigrams with "runner"
+    semantic = memory.index().graphs["semantic"].toarray()
+    assert (semantic == semantic.T).all()
+    assert ((semantic > 0).sum(axis=1) >= 5).all()  # every turn keeps its 5 nearest
+    assert "embedder='hash-1024'" in repr(memory)
+    memory.reset()
+    assert memory.search(query, 5) == []
+
+
+class TestHiMGAMemoryWithEmbedderContract(MemoryContract):
+    @staticmethod
+    def factory() -> HiMGAMemory:
+        from himga.embed import HashEmbedder
+
+        return HiMGAMemory(embedder=HashEmbedder(dim=32))

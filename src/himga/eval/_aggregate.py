@@ -7,6 +7,7 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from himga.data.schema import Category
+from himga.eval._longmemeval_retrieval import longmemeval_retrieval_metrics
 from himga.eval._ranking import (
     RANK_KS,
     all_evidence_recall_at_k,
@@ -122,6 +123,9 @@ def compute_metrics(
     * ``"counts"`` -- ``questions``, ``answered``, ``errors`` (failed LLM calls),
       ``unanswered`` (no LLM), ``judged``, ``judge_errors`` (answered but not judged).
     * ``"errors"`` -- ``{"sample_id", "question_id", "error"}`` of each failed call.
+    * ``"longmemeval_retrieval"`` -- LongMemEval runs of a searchable memory only:
+      the official retrieval metrics (see
+      :func:`~himga.eval.longmemeval_retrieval_metrics`).
 
     Each block has ``questions``, ``answered``, ``errors``; answer metrics over
     the answered questions -- ``f1`` (:func:`~himga.eval.metrics.locomo_f1` for
@@ -176,6 +180,9 @@ def compute_metrics(
             for r in errors
         ],
     }
+    retrieval = longmemeval_retrieval_metrics(results)
+    if retrieval is not None:
+        metrics["longmemeval_retrieval"] = retrieval
     describe = getattr(judge_scores, "describe", None)
     if callable(describe):
         metrics["judge"] = describe()

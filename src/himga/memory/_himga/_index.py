@@ -33,6 +33,7 @@ _MAX_ENTITY_TURNS = 8
 # A content stem found in 2..this many turns is a "rare word" entity.
 _RARE_WORD_TURNS = 3
 _SEMANTIC_NEIGHBOURS = 5
+_BLOCK = 1024
 
 Analyse = Callable[[str], list[str]]
 
@@ -197,14 +198,21 @@ class Index:
     def _semantic(self, embeddings: NDArray[np.float32] | None) -> Any:
         if embeddings is None or self.size < 2:
             return sp.csr_array((self.size, self.size))
-        similarity = embeddings @ embeddings.T
-        np.fill_diagonal(similarity, -np.inf)
         neighbours = min(_SEMANTIC_NEIGHBOURS, self.size - 1)
-        nearest = np.argpartition(-similarity, neighbours - 1, axis=1)[:, :neighbours]
-        rows = np.repeat(np.arange(self.size), neighbours)
-        cols = nearest.ravel()
-        weights = np.maximum(similarity[rows, cols], 0.0)
-        knn = sp.csr_array((weights, (rows, cols)), shape=(self.size, self.size))
+        rows, cols, weights = [], [], []
+        # Row blocks keep the similarity matrix at _BLOCK x turns, not turns x turns.
+        for start in range(0, self.size, _BLOCK):
+            block = embeddings[start : start + _BLOCK] @ embeddings.T
+            mine = np.arange(start, start + len(block))
+            block[mine - start, mine] = -np.inf
+            nearest = np.argpartition(-block, neighbours - 1, axis=1)[:, :neighbours]
+            rows.append(np.repeat(mine, neighbours))
+            cols.append(nearest.ravel())
+            weights.append(np.maximum(np.take_along_axis(block, nearest, axis=1).ravel(), 0.0))
+        knn = sp.csr_array(
+            (np.concatenate(weights), (np.concatenate(rows), np.concatenate(cols))),
+            shape=(self.size, self.size),
+        )
         return sp.csr_array(knn.maximum(knn.T))
 
     def levels(self, query_terms: Sequence[str]) -> NDArray[np.float64]:

