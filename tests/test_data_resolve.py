@@ -140,17 +140,15 @@ def test_unverified_download_checks_shape(
 ) -> None:
     source = tmp_path / "source.json"
     write_longmemeval(source, questions=3, sessions=2, turns=2, turn_chars=20)
-    monkeypatch.setenv("HIMGA_LONGMEMEVAL_ORACLE_URL", server.url("/o", source.read_bytes()))
+    monkeypatch.setenv("HIMGA_LONGMEMEVAL_S_URL", server.url("/o", source.read_bytes()))
     with pytest.warns(UnverifiedDownloadWarning, match="no pinned sha256"):
-        samples = load_dataset("longmemeval_oracle")
+        samples = load_dataset("longmemeval_s")
     assert len(samples) == 3
-    assert resolve_dataset("longmemeval_oracle").path == (
-        cache / "longmemeval_oracle" / "longmemeval_oracle.json"
-    )
+    assert resolve_dataset("longmemeval_s").path == (cache / "longmemeval_s" / "longmemeval_s.json")
     monkeypatch.setenv("HIMGA_LONGMEMEVAL_M_URL", server.url("/html", b"<html>rate limited</html>"))
     with pytest.raises(DatasetError, match="not a JSON array"):
         resolve_dataset("longmemeval_m")
-    assert sorted(p.name for p in cache.iterdir()) == ["longmemeval_oracle"]
+    assert sorted(p.name for p in cache.iterdir()) == ["longmemeval_s"]
 
 
 def test_resolution_order(

@@ -7,6 +7,13 @@ BLEU-1, exact match) and :mod:`himga.eval.judge` (LLM-as-judge).
 from himga.eval._aggregate import compute_metrics, context_containment
 from himga.eval._checkpoint import CheckpointError, CheckpointMismatchError
 from himga.eval._identity import RunIdentity
+from himga.eval._longmemeval_retrieval import (
+    LONGMEMEVAL_KS,
+    longmemeval_retrieval_metrics,
+    session_retrieval,
+    session_sizes,
+    turn_retrieval,
+)
 from himga.eval._ranking import (
     RANK_KS,
     all_evidence_recall_at_k,
@@ -20,6 +27,7 @@ from himga.eval._spec import AgentSpec, AgentSpecError
 from himga.eval.judge import JudgeScores, abatch_judge, batch_judge
 
 __all__ = [
+    "LONGMEMEVAL_KS",
     "RANK_KS",
     "SEARCH_K",
     "AgentSpec",
@@ -40,7 +48,11 @@ __all__ = [
     "compute_metrics",
     "context_containment",
     "evidence_recall_at_k",
+    "longmemeval_retrieval_metrics",
     "ndcg_at_k",
     "run_eval",
     "run_identity",
+    "session_retrieval",
+    "session_sizes",
+    "turn_retrieval",
 ]

@@ -8,6 +8,7 @@ from dataclasses import asdict
 from typing import Any
 
 from himga.data.schema import Category
+from himga.eval._longmemeval_retrieval import longmemeval_retrieval_metrics
 from himga.eval._ranking import (
     RANK_KS,
     all_evidence_recall_at_k,
@@ -177,6 +178,9 @@ def compute_metrics(
       (no LLM), ``judged``, ``judge_errors`` (answered but not judged).
     * ``"errors"`` -- ``{"sample_id", "question_id", "error"}`` of each failed call.
     * ``"memory_errors"`` -- each :class:`~himga.eval.MemoryCallError`, as a dict.
+    * ``"longmemeval_retrieval"`` -- LongMemEval runs of a searchable memory only:
+      the official retrieval metrics (see
+      :func:`~himga.eval.longmemeval_retrieval_metrics`).
 
     Each block has ``questions``, ``memory_errors``, ``answered``, ``errors``.
     Questions with a memory error are excluded from every metric of the block
@@ -238,6 +242,9 @@ def compute_metrics(
         ],
         "memory_errors": [asdict(error) for error in memory_errors],
     }
+    retrieval = longmemeval_retrieval_metrics([r for r in results if r.memory_error is None])
+    if retrieval is not None:
+        metrics["longmemeval_retrieval"] = retrieval
     describe = getattr(judge_scores, "describe", None)
     if callable(describe):
         metrics["judge"] = describe()

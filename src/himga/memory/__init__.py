@@ -1,7 +1,10 @@
 """Memory systems: the interface, the null baseline, the reference memories and plug-in loading."""
 
 from himga.memory._bm25 import BM25Memory
+from himga.memory._dense import DenseMemory
 from himga.memory._full import FullContextMemory
+from himga.memory._himga import HiMGAMemory, HiMGAWeights
+from himga.memory._hybrid import HybridMemory
 from himga.memory._keyword import KeywordMemory
 from himga.memory._null import NullMemory
 from himga.memory._protocol import BaseMemory, Hit, SearchableMemory
@@ -24,8 +27,12 @@ from himga.memory._registry import (
 __all__ = [
     "BM25Memory",
     "BaseMemory",
+    "DenseMemory",
     "FullContextMemory",
+    "HiMGAMemory",
+    "HiMGAWeights",
     "Hit",
+    "HybridMemory",
     "KeywordMemory",
     "MemoryArgumentError",
     "MemoryFactory",

@@ -1,0 +1,143 @@
+"""HiMGAMemory against BM25Memory on data its weights never saw: LongMemEval oracle + distractors.
+
+The oracle split holds only each question's evidence sessions, so retrieval is
+trivial on it. Here every question's haystack gets ``--distractors`` sessions
+drawn (seeded) from the *other* questions' haystacks, re-dated uniformly
+between 180 days before its first evidence session and its last one (a
+LongMemEval haystack precedes its question), all sessions in date order.
+Abstention questions and questions without ``has_answer`` turns are left out.
+Turn-level evidence recall@k (evidence = the ``has_answer`` turns) through
+``run_eval`` (no LLM) + ``compute_metrics``, per LongMemEval question type.
+
+Only the *test* two-thirds are scored (questions whose position in the file,
+after the exclusions, is not a multiple of 3): the shipped HiMGA defaults were
+searched on LoCoMo plus the other third (``bench/bench_himga_loco.py
+--joint``), so this measures them on questions no search saw, with as many
+distractors as asked (the search used 40).
+
+Run::
+
+    uv run python -m bench.bench_himga_heldout --data-dir ../shared/datasets
+
+Prints a markdown table and a JSON manifest.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import hashlib
+import json
+import os
+import platform
+import random
+import subprocess
+import time
+from datetime import timedelta
+from importlib.metadata import version
+from pathlib import Path
+from typing import Any
+
+from himga.agent import BaseAgent
+from himga.data import Sample, Session, load_dataset
+from himga.eval import compute_metrics, run_eval
+from himga.memory import BM25Memory, HiMGAMemory
+
+KS = (5, 10, 25, 50)
+DATE_FORMAT = "%Y/%m/%d (%a) %H:%M"
+
+
+def with_distractors(samples: list[Sample], count: int, seed: int) -> list[Sample]:
+    rng = random.Random(seed)
+    pool = [(sample.sample_id, session) for sample in samples for session in sample.sessions]
+    built = []
+    for sample in samples:
+        qa = sample.qa_pairs[0]
+        if qa.adversarial or not qa.evidence_turns:
+            continue
+        own = {session.session_id for session in sample.sessions}
+        dated = [session.date for session in sample.sessions if session.date is not None]
+        first, last = min(dated), max(dated)
+        span = (last - first) + timedelta(days=180)
+        chosen: list[Session] = []
+        while len(chosen) < count:
+            owner, session = rng.choice(pool)
+            if owner == sample.sample_id or session.session_id in own:
+                continue
+            own.add(session.session_id)
+            when = last - timedelta(seconds=rng.uniform(0, span.total_seconds()))
+            chosen.append(
+                dataclasses.replace(session, date_str=when.strftime(DATE_FORMAT), date=when)
+            )
+        sessions = sorted([*sample.sessions, *chosen], key=lambda s: s.date or first)
+        built.append(dataclasses.replace(sample, sessions=sessions))
+    return built
+
+
+def recall(samples: list[Sample], memory: Any) -> dict[str, dict[int, float]]:
+    metrics = compute_metrics(
+        run_eval(samples, agent=BaseAgent(memory=memory), show_progress=False)
+    )
+    groups = {"all": metrics["overall_with_adversarial"], **metrics["by_category"]}
+    return {g: {k: block[f"recall@{k}"] for k in KS} for g, block in groups.items()}
+
+
+def git_commit() -> str:
+    completed = subprocess.run(
+        ["git", "rev-parse", "HEAD"], capture_output=True, text=True, check=False
+    )
+    return completed.stdout.strip() or "unknown"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--data-dir", type=Path, default=None, help="sets HIMGA_DATA_DIR")
+    parser.add_argument("--distractors", type=int, default=40, help="sessions added per question")
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args()
+    if args.data_dir is not None:
+        os.environ["HIMGA_DATA_DIR"] = str(args.data_dir.resolve())
+    started = time.perf_counter()
+    haystacks = with_distractors(load_dataset("longmemeval_oracle"), args.distractors, args.seed)
+    samples = [sample for i, sample in enumerate(haystacks) if i % 3]
+    memories = {"HiMGAMemory": HiMGAMemory(), "BM25Memory": BM25Memory()}
+    rows = {name: recall(samples, memory) for name, memory in memories.items()}
+    elapsed = time.perf_counter() - started
+    turns = sum(len(s.messages) for sample in samples for s in sample.sessions) / len(samples)
+    print(
+        f"LongMemEval oracle + {args.distractors} distractor sessions (seed {args.seed}), "
+        f"test two-thirds: {len(samples)} questions, {turns:.0f} turns per haystack on average; "
+        "turn-level evidence recall@k (%)\n"
+    )
+    header = " | ".join(f"{name} R@{k}" for name in rows for k in KS)
+    print(f"| question type | n | {header} |\n|---|---|" + "---|" * (len(KS) * len(rows)))
+    counts: dict[str, int] = {}
+    for sample in samples:
+        category = sample.qa_pairs[0].category.value
+        counts[category] = counts.get(category, 0) + 1
+    for group in rows["HiMGAMemory"]:
+        cells = " | ".join(f"{100 * rows[name][group][k]:.1f}" for name in rows for k in KS)
+        print(f"| {group} | {counts.get(group, len(samples))} | {cells} |")
+    data_file = Path(os.environ.get("HIMGA_DATA_DIR", ".")) / "longmemeval_oracle"
+    data_file = data_file / "longmemeval_oracle.json"
+    manifest = {
+        "bench": "bench/bench_himga_heldout.py",
+        "git_commit": git_commit(),
+        "python": platform.python_version(),
+        "versions": {n: version(n) for n in ("himga", "numpy", "scipy", "bm25s", "PyStemmer")},
+        "dataset_sha256": hashlib.sha256(data_file.read_bytes()).hexdigest(),
+        "distractors": args.distractors,
+        "seed": args.seed,
+        "questions": len(samples),
+        "memories": {name: repr(memory) for name, memory in memories.items()},
+        "wall_time_s": round(elapsed, 1),
+        "recall": {
+            name: {g: {k: round(v, 4) for k, v in row.items()} for g, row in by_group.items()}
+            for name, by_group in rows.items()
+        },
+    }
+    print("\nmanifest:\n" + json.dumps(manifest, indent=1))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,286 @@
+"""The compiled HiMGA index: BM25 at every level and one sparse matrix per edge type.
+
+Imports numpy and scipy at module level: :mod:`._memory` imports this module only
+after checking that the ``graph`` extra is installed.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
+from numpy.typing import NDArray
+
+from himga.memory._himga._cues import date_cue
+from himga.memory._himga._entities import entity_mentions
+from himga.memory._himga._weights import HiMGAWeights
+
+__all__ = ["EDGE_TYPES", "LEVELS", "Index", "Turns", "base_scores", "final_scores", "seeds"]
+
+LEVELS = ("turn", "window1", "window2", "session")
+"""The lexical levels, in the order of :meth:`Index.levels`' rows."""
+EDGE_TYPES = ("temporal", "membership", "qa", "entity", "semantic")
+"""The edge types, in the order of :meth:`Index.propagate`'s rows."""
+
+# An entity linking more turns than this says little about any of them (a speaker's name,
+# "2023"): it forms no edges. Grows with the conversation, never below 8.
+_MAX_ENTITY_TURNS = 8
+# A content stem found in 2..this many turns is a "rare word" entity.
+_RARE_WORD_TURNS = 3
+_SEMANTIC_NEIGHBOURS = 5
+_BLOCK = 1024
+
+Analyse = Callable[[str], list[str]]
+
+
+@dataclass(frozen=True, slots=True)
+class Turns:
+    """What the index is built from, one entry per ingested turn, in order."""
+
+    roles: Sequence[str]
+    contents: Sequence[str]
+    sessions: Sequence[int]  # the turn's session number, 0-based, in first-seen order
+    session_dates: Sequence[datetime | None]
+
+
+def _bm25(counts: Any, k1: float, b: float) -> Any:
+    """Lucene BM25 partial scores of a (documents x terms) count matrix, as CSC."""
+    counts = sp.csr_array(counts, dtype=np.float64)
+    documents = counts.shape[0]
+    lengths = np.asarray(counts.sum(axis=1)).ravel()
+    average = lengths.mean() if documents else 0.0
+    frequency = np.bincount(counts.indices, minlength=counts.shape[1])  # CSR: one entry per pair
+    idf = np.log1p((documents - frequency + 0.5) / (frequency + 0.5))
+    norm = k1 * (1 - b + b * lengths / average) if average > 0 else np.full(documents, k1)
+    rows = np.repeat(np.arange(documents), np.diff(counts.indptr))
+    tf = counts.data
+    counts.data = idf[counts.indices] * tf / (tf + norm[rows])
+    return counts.tocsc()
+
+
+def _band(positions: list[list[int]], radius: int, size: int) -> Any:
+    """Turn x turn: 1 where two turns of one session are at most ``radius`` turns apart."""
+    rows: list[int] = []
+    cols: list[int] = []
+    for turns in positions:
+        for at, turn in enumerate(turns):
+            near = turns[max(0, at - radius) : at + radius + 1]
+            rows.extend([turn] * len(near))
+            cols.extend(near)
+    return sp.csr_array((np.ones(len(rows)), (rows, cols)), shape=(size, size))
+
+
+def _symmetric_normalised(matrix: Any) -> Any:
+    """``D^-1/2 A D^-1/2`` with D the row sums: what spreads activation along the edges."""
+    degree = np.asarray(matrix.sum(axis=1)).ravel()
+    scale = np.zeros_like(degree)
+    np.divide(1.0, np.sqrt(degree), out=scale, where=degree > 0)
+    return sp.csr_array(sp.diags_array(scale) @ matrix @ sp.diags_array(scale))
+
+
+class Index:
+    """BM25 scores at four levels and typed edges over the turns of one memory.
+
+    Levels: the turn (``"speaker: content"``), its context windows of +-1 and +-2
+    turns within its session, and its session. Edge types (turn x turn, weights
+    >= 0, ``graphs``): ``temporal`` (consecutive turns of a session, both ways),
+    ``membership`` (two turns of one session), ``qa`` (a turn ending a question
+    -> the next turn, said by another speaker; directed: row = the answer),
+    ``entity`` (turns of different sessions sharing an entity, weighted by the
+    sum of the shared entities' idf) and ``semantic`` (each turn's nearest
+    neighbours by embedding cosine, when ``embeddings`` are given).
+    """
+
+    def __init__(
+        self,
+        turns: Turns,
+        analyse: Analyse,
+        *,
+        k1: float,
+        b: float,
+        embeddings: NDArray[np.float32] | None = None,
+    ) -> None:
+        size = len(turns.contents)
+        self.size = size
+        self.sessions = np.asarray(turns.sessions, dtype=np.int64)
+        self.session_dates = list(turns.session_dates)
+        vocabulary: dict[str, int] = {}
+        rows: list[int] = []
+        cols: list[int] = []
+        for turn, (role, content) in enumerate(zip(turns.roles, turns.contents, strict=True)):
+            for term in analyse(f"{role}: {content}"):
+                rows.append(turn)
+                cols.append(vocabulary.setdefault(term, len(vocabulary)))
+        self.vocabulary = vocabulary
+        terms = len(vocabulary)
+        counts = sp.csr_array(
+            (np.ones(len(rows)), (rows, cols)), shape=(size, terms), dtype=np.float64
+        )
+        counts.sum_duplicates()
+        positions: list[list[int]] = [[] for _ in turns.session_dates]
+        for turn, session in enumerate(turns.sessions):
+            positions[session].append(turn)
+        membership = sp.csr_array(
+            (np.ones(size), (self.sessions, np.arange(size))), shape=(len(positions), size)
+        )
+        window1, window2 = _band(positions, 1, size), _band(positions, 2, size)
+        self._levels = [
+            _bm25(counts, k1, b),
+            _bm25(window1 @ counts, k1, b),
+            _bm25(window2 @ counts, k1, b),
+            _bm25(membership @ counts, k1, b),
+        ]
+        self._indptr = [level.indptr.tolist() for level in self._levels]
+
+        temporal = window1 - sp.eye_array(size, format="csr")
+        same_session = sp.csr_array(membership.T @ membership)
+        self.graphs: dict[str, Any] = {
+            "temporal": sp.csr_array(temporal),
+            "membership": sp.csr_array(same_session - sp.eye_array(size, format="csr")),
+            "qa": self._question_answer(turns),
+            "entity": self._entities(turns, counts),
+            "semantic": self._semantic(embeddings),
+        }
+        for graph in self.graphs.values():
+            graph.eliminate_zeros()
+        self._spread = {name: _symmetric_normalised(g) for name, g in self.graphs.items()}
+        # qa is directed: the question's activation goes to its answer only.
+        self._spread["qa"] = sp.csr_array(self.graphs["qa"])
+
+    def _question_answer(self, turns: Turns) -> Any:
+        rows, cols = [], []
+        for turn in range(self.size - 1):
+            same_session = turns.sessions[turn] == turns.sessions[turn + 1]
+            other_speaker = turns.roles[turn] != turns.roles[turn + 1]
+            if same_session and other_speaker and "?" in turns.contents[turn]:
+                rows.append(turn + 1)
+                cols.append(turn)
+        return sp.csr_array((np.ones(len(rows)), (rows, cols)), shape=(self.size, self.size))
+
+    def _entities(self, turns: Turns, counts: Any) -> Any:
+        present = sp.csr_array(counts)
+        present.data[:] = 1.0
+        frequency = np.bincount(present.indices, minlength=present.shape[1])
+        long_enough = np.fromiter(
+            (len(term) >= 4 for term in self.vocabulary), bool, len(frequency)
+        )
+        rare = long_enough & (frequency >= 2) & (frequency <= _RARE_WORD_TURNS)
+        keys: dict[str, int] = {}
+        rows: list[int] = []
+        cols: list[int] = []
+        for turn, mentions in enumerate(entity_mentions(turns.contents)):
+            columns = present.indices[present.indptr[turn] : present.indptr[turn + 1]]
+            words = {f"w:{column}" for column in columns[rare[columns]].tolist()}
+            for key in sorted(mentions | words):
+                rows.append(turn)
+                cols.append(keys.setdefault(key, len(keys)))
+        incidence = sp.csr_array(
+            (np.ones(len(rows)), (rows, cols)), shape=(self.size, len(keys)), dtype=np.float64
+        )
+        linked = np.bincount(incidence.indices, minlength=len(keys))
+        cap = max(_MAX_ENTITY_TURNS, math.isqrt(self.size))
+        useful = (linked >= 2) & (linked <= cap)
+        idf = np.zeros(len(keys))
+        idf[useful] = np.log(self.size / linked[useful])
+        weighted = incidence @ sp.diags_array(np.sqrt(idf))
+        shared = sp.coo_array(weighted @ weighted.T)
+        across = self.sessions[shared.row] != self.sessions[shared.col]
+        return sp.csr_array(
+            (shared.data[across], (shared.row[across], shared.col[across])),
+            shape=(self.size, self.size),
+        )
+
+    def _semantic(self, embeddings: NDArray[np.float32] | None) -> Any:
+        if embeddings is None or self.size < 2:
+            return sp.csr_array((self.size, self.size))
+        neighbours = min(_SEMANTIC_NEIGHBOURS, self.size - 1)
+        rows, cols, weights = [], [], []
+        # Row blocks keep the similarity matrix at _BLOCK x turns, not turns x turns.
+        for start in range(0, self.size, _BLOCK):
+            block = embeddings[start : start + _BLOCK] @ embeddings.T
+            mine = np.arange(start, start + len(block))
+            block[mine - start, mine] = -np.inf
+            nearest = np.argpartition(-block, neighbours - 1, axis=1)[:, :neighbours]
+            rows.append(np.repeat(mine, neighbours))
+            cols.append(nearest.ravel())
+            weights.append(np.maximum(np.take_along_axis(block, nearest, axis=1).ravel(), 0.0))
+        knn = sp.csr_array(
+            (np.concatenate(weights), (np.concatenate(rows), np.concatenate(cols))),
+            shape=(self.size, self.size),
+        )
+        return sp.csr_array(knn.maximum(knn.T))
+
+    def levels(self, query_terms: Sequence[str]) -> NDArray[np.float64]:
+        """(levels x turns) BM25 scores of the query, each row divided by its maximum.
+
+        The session row holds each turn's session score.
+        """
+        ids = [self.vocabulary[term] for term in query_terms if term in self.vocabulary]
+        scores = np.zeros((len(LEVELS), self.size))
+        if not ids:
+            return scores
+        for row, (level, indptr) in enumerate(zip(self._levels, self._indptr, strict=True)):
+            spans = [(indptr[term], indptr[term + 1]) for term in ids]
+            docs = np.concatenate([level.indices[start:end] for start, end in spans])
+            partial = np.concatenate([level.data[start:end] for start, end in spans])
+            values = np.bincount(docs, weights=partial, minlength=level.shape[0])
+            if row == len(LEVELS) - 1:
+                values = values[self.sessions]
+            top = values.max()
+            if top > 0:
+                scores[row] = values / top
+        return scores
+
+    def propagate(self, seeds: NDArray[np.float64]) -> NDArray[np.float64]:
+        """(edge types x ...) the activation each edge type spreads from ``seeds`` (... x turns)."""
+        return np.stack([(self._spread[name] @ seeds.T).T for name in EDGE_TYPES])
+
+    def date_cue(self, query: str) -> NDArray[np.float64] | None:
+        """Per turn, how well its session's date fits the query's date cues; None: no cue."""
+        cue = date_cue(query, self.session_dates)
+        return None if cue is None else np.asarray(cue)[self.sessions]
+
+
+def base_scores(
+    levels: NDArray[np.float64], weights: HiMGAWeights, dense: NDArray[np.float64] | None = None
+) -> NDArray[np.float64]:
+    """(queries x turns) fused level scores, each row divided by its maximum.
+
+    ``levels`` is (levels x queries x turns), ``dense`` (queries x turns) cosines.
+    """
+    level_weights = np.array([weights.turn, weights.window1, weights.window2, weights.session])
+    base = np.tensordot(level_weights, levels, axes=1)
+    if dense is not None:
+        base = base + weights.dense * np.maximum(dense, 0.0)
+    top = base.max(axis=1, keepdims=True)
+    return base / np.where(top > 0, top, 1.0)
+
+
+def seeds(base: NDArray[np.float64], count: int) -> NDArray[np.float64]:
+    """``base`` with all but each row's ``count`` best scores set to 0."""
+    if base.shape[1] <= count:
+        return base
+    kept = np.argpartition(-base, count - 1, axis=1)[:, :count]
+    seeded = np.zeros_like(base)
+    np.put_along_axis(seeded, kept, np.take_along_axis(base, kept, axis=1), axis=1)
+    return seeded
+
+
+def final_scores(
+    index: Index,
+    levels: NDArray[np.float64],
+    cue: NDArray[np.float64],
+    weights: HiMGAWeights,
+    dense: NDArray[np.float64] | None = None,
+) -> NDArray[np.float64]:
+    """(queries x turns) HiMGA scores; ``cue`` (queries x turns) is 0 where no date cue."""
+    base = base_scores(levels, weights, dense)
+    spread = index.propagate(seeds(base, weights.seeds))
+    edge_weights = np.array([getattr(weights, name) for name in EDGE_TYPES])
+    final: NDArray[np.float64] = base + np.tensordot(edge_weights, spread, axes=1)
+    return final * (1.0 + weights.date * cue)

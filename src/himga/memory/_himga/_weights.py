@@ -1,0 +1,51 @@
+"""The weights of HiMGA's score: levels, edge types, date cues, seeds."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass
+
+__all__ = ["HiMGAWeights"]
+
+
+@dataclass(frozen=True, slots=True)
+class HiMGAWeights:
+    """How much each level and each edge type counts in a turn's score.
+
+    A turn's base score is the weighted sum of its BM25 scores at each level
+    (``turn``, ``window1``, ``window2``, ``session``; each divided by its best
+    score for the query, so weights compare across levels), plus ``dense`` times
+    its embedding cosine when an embedder is configured. The ``seeds`` best
+    turns then spread their base score one hop along each edge type, scaled by
+    that type's weight (``temporal``, ``membership``, ``qa``, ``entity``,
+    ``semantic``). When the query names a date, a turn's score is multiplied by
+    ``1 + date * fit``, ``fit`` in [0, 1] saying how well its session's date
+    matches. Every weight is a finite number >= 0; ``seeds`` >= 1.
+    """
+
+    turn: float = 2.0
+    window1: float = 1.0
+    window2: float = 1.0
+    session: float = 0.6
+    dense: float = 0.5
+    temporal: float = 0.0
+    membership: float = 0.0
+    qa: float = 0.1
+    entity: float = 0.2
+    semantic: float = 0.2
+    date: float = 1.0
+    seeds: int = 5
+
+    def __post_init__(self) -> None:
+        for field in dataclasses.fields(self):
+            value = getattr(self, field.name)
+            if field.name == "seeds":
+                if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                    raise ValueError(f"HiMGAWeights: seeds must be an int >= 1, got {value!r}")
+            elif isinstance(value, bool) or not isinstance(value, (int, float)):
+                raise ValueError(f"HiMGAWeights: {field.name} must be a number, got {value!r}")
+            elif not (0 <= value < math.inf):
+                raise ValueError(
+                    f"HiMGAWeights: {field.name} must be a finite number >= 0, got {value!r}"
+                )

@@ -1,0 +1,300 @@
+"""HiMGAMemory: graphs of a hand-worked conversation, rankings known by construction, laws."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Sequence
+from datetime import datetime
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from himga.data.schema import Message, Session
+from himga.memory import HiMGAMemory, HiMGAWeights, SearchableMemory, load_memory
+from himga.memory._himga._cues import date_cue
+from himga.memory._himga._entities import entity_mentions
+from himga.testing import MemoryContract, check_memory
+
+
+class TestHiMGAMemoryContract(MemoryContract):
+    factory = HiMGAMemory
+
+
+def test_configured_memories_pass_the_kit() -> None:
+    examples = settings().max_examples
+    check_memory(lambda: HiMGAMemory(k=1), max_examples=examples)
+    spread_everywhere = HiMGAWeights(temporal=1, membership=1, qa=1, entity=1, date=3, seeds=1)
+    check_memory(lambda: HiMGAMemory(weights=spread_everywhere), max_examples=examples)
+
+
+def test_registered_and_searchable() -> None:
+    assert load_memory("himga") is HiMGAMemory
+    assert isinstance(HiMGAMemory(), SearchableMemory)
+
+
+def memory_of(
+    sessions: Sequence[Session], weights: HiMGAWeights | None = None, k: int = 10
+) -> HiMGAMemory:
+    memory = HiMGAMemory(k, weights=weights)
+    for session in sessions:
+        for message in session.messages:
+            memory.ingest(message, session)
+    return memory
+
+
+def ids(memory: HiMGAMemory, query: str, k: int = 50) -> list[str | None]:
+    return [hit.turn_id for hit in memory.search(query, k)]
+
+
+# -- the graphs of a hand-worked 6-turn conversation --------------------------------------
+
+SIX = [
+    Session(
+        "s1",
+        [
+            Message("Ann", "Did you visit Porto?", "D1:1"),
+            Message("Bo", "Yes, twice.", "D1:2"),
+            Message("Ann", "Lovely.", "D1:3"),
+        ],
+        "2023-05-08",
+    ),
+    Session(
+        "s2",
+        [
+            Message("Bo", "I saw the tiles of Porto again.", "D2:1"),
+            Message("Ann", "What did you eat?", "D2:2"),
+            Message("Bo", "Grilled sardines.", "D2:3"),
+        ],
+        "2023-06-10",
+    ),
+]
+
+
+def test_graphs_of_a_hand_worked_conversation() -> None:
+    graphs = {name: g.toarray() for name, g in memory_of(SIX).index().graphs.items()}
+    temporal = np.zeros((6, 6))
+    for a, b in [(0, 1), (1, 2), (3, 4), (4, 5)]:
+        temporal[a, b] = temporal[b, a] = 1
+    membership = np.zeros((6, 6))
+    for group in ([0, 1, 2], [3, 4, 5]):
+        for a in group:
+            for b in group:
+                membership[a, b] = a != b
+    qa = np.zeros((6, 6))
+    qa[1, 0] = qa[5, 4] = (
+        1  # the answer's row, the question's column; D1:3 -> D2:1 crosses sessions
+    )
+    # "Porto" links D1:1 and D2:1 twice -- as a proper noun and as a rare word (2 turns of 6):
+    # weight 2 * idf = 2 * ln(6 / 2).
+    entity = np.zeros((6, 6))
+    entity[0, 3] = entity[3, 0] = 2 * math.log(3)
+    np.testing.assert_array_equal(graphs["temporal"], temporal)
+    np.testing.assert_array_equal(graphs["membership"], membership)
+    np.testing.assert_array_equal(graphs["qa"], qa)
+    np.testing.assert_allclose(graphs["entity"], entity)
+    np.testing.assert_array_equal(graphs["semantic"], np.zeros((6, 6)))  # no embedder
+
+
+# -- rankings known by construction -------------------------------------------------------
+
+
+def filler(session: int, count: int) -> list[Message]:
+    topics = ["weather", "traffic", "groceries", "laundry", "emails", "podcasts", "dinner"]
+    return [
+        Message("Ann" if i % 2 else "Bo", f"The {topics[i % 7]} was fine today.", f"F{session}:{i}")
+        for i in range(count)
+    ]
+
+
+def test_an_answer_two_sessions_away_is_reached_only_through_its_entity() -> None:
+    sessions = [
+        Session(
+            "s1", [*filler(1, 6), Message("Ann", "Margarethe is my sister.", "A"), *filler(1, 6)]
+        ),
+        Session("s2", filler(2, 12)),
+        Session(
+            "s3",
+            [*filler(3, 6), Message("Ann", "Margarethe won the regional chess final!", "B")],
+        ),
+    ]
+    query = "What did my sister win?"  # "win" stems apart from "won": B shares no query term
+    found = ids(memory_of(sessions), query)
+    assert found[0] == "A"
+    assert "B" in found
+    assert "B" not in ids(memory_of(sessions, HiMGAWeights(entity=0)), query)
+
+
+def test_a_date_cue_chooses_the_session() -> None:
+    hike = "We went hiking at the lake."
+    sessions = [
+        Session("s1", [Message("Ann", hike, "MAY")], "1:56 pm on 8 May, 2023"),
+        Session("s2", [Message("Ann", hike, "AUG")], "10:00 am on 12 August, 2023"),
+    ]
+    assert ids(memory_of(sessions), "Where did we go hiking in August?")[0] == "AUG"
+    assert ids(memory_of(sessions), "Where did we go hiking in May 2023?")[0] == "MAY"
+    # "may" the verb is no cue: equal scores keep conversation order
+    assert ids(memory_of(sessions), "Where may we go hiking?") == ["MAY", "AUG"]
+    assert ids(memory_of(sessions, HiMGAWeights(date=0)), "hiking in August?")[0] == "MAY"
+
+
+def test_an_answer_is_lifted_by_its_question() -> None:
+    session = Session(
+        "s1",
+        [
+            Message("Ann", "Hello there friend.", "D1:1"),
+            Message("Bo", "What is your favourite dish?", "D1:2"),
+            Message("Ann", "Grilled sardines always.", "D1:3"),
+        ],
+    )
+    query = "favourite dish"
+    paired = ids(memory_of([session]), query)
+    assert paired.index("D1:3") < paired.index("D1:1")
+    # Without the pairing, the shorter window of the greeting wins.
+    assert ids(memory_of([session], HiMGAWeights(qa=0)), query) == ["D1:2", "D1:1", "D1:3"]
+
+
+def test_retrieve_groups_the_best_turns_by_session_under_their_dates() -> None:
+    memory = memory_of(SIX, k=2)
+    assert memory.retrieve("Porto") == (
+        "[2023-05-08]\nAnn: Did you visit Porto?\n\n"
+        "[2023-06-10]\nBo: I saw the tiles of Porto again."
+    )
+    assert [hit.text for hit in memory.search("sardines", 1)] == [
+        "[2023-06-10] Bo: Grilled sardines."
+    ]
+    undated = memory_of([Session("x", [Message("Ann", "Porto!", "1")])])
+    assert undated.retrieve("porto") == "[session x]\nAnn: Porto!"
+
+
+# -- the pieces ----------------------------------------------------------------------------
+
+
+def test_date_cues() -> None:
+    dates = [datetime(2023, 5, 8), datetime(2023, 6, 2), datetime(2023, 8, 20), None]
+    assert date_cue("What did we do?", dates) is None
+    assert date_cue("what may happen", dates) is None
+    assert date_cue("in May", dates) == [1.0, 0.5, 0.0, 0.0]  # June 2: a month after May
+    assert date_cue("on October 13, 2022", dates) == [0.0, 0.0, 0.0, 0.0]
+    assert date_cue("during 2023", dates) == [1.0, 1.0, 1.0, 0.0]
+    # offsets count back from the latest session date, 20 August
+    assert date_cue("two weeks ago", dates) == [0.0, 0.0, 0.0, 0.0]
+    # 3 months = 90 days before 20 August is 22 May, give or take a quarter of the span
+    assert date_cue("roughly 3 months ago", dates) == [1.0, 1.0, 0.0, 0.0]
+    assert date_cue("yesterday", [datetime(2023, 8, 19), datetime(2023, 8, 20)]) == [1.0, 1.0]
+
+
+def test_entities_are_proper_nouns_aliases_and_numbers() -> None:
+    mentions = entity_mentions(
+        ["Hey Mel, how is Melanie?", "Melanie ran 10 km in 2023.", "Great. Mel agreed.", "the end"]
+    )
+    assert mentions == [
+        {"n:melanie"},
+        {"n:melanie", "#:10", "#:2023"},  # a sentence start counts once the name is known
+        {"n:melanie"},
+        set(),
+    ]
+
+
+def test_invalid_parameters_are_refused() -> None:
+    with pytest.raises(ValueError, match="k must be"):
+        HiMGAMemory(0)
+    with pytest.raises(ValueError, match="entity must be a finite number"):
+        HiMGAWeights(entity=-1)
+    with pytest.raises(ValueError, match="turn must be a finite number"):
+        HiMGAWeights(turn=math.nan)
+    with pytest.raises(ValueError, match="seeds must be"):
+        HiMGAWeights(seeds=0)
+    assert repr(HiMGAMemory(3)).startswith("HiMGAMemory(k=3, weights=HiMGAWeights(turn=")
+
+
+# -- laws ----------------------------------------------------------------------------------
+
+WORDS = ["Porto", "sister", "chess", "won", "May", "2023", "dish", "?", "the", "Mel", "Melanie"]
+turn_texts = st.lists(st.sampled_from(WORDS), max_size=6).map(" ".join)
+conversations = st.lists(
+    st.tuples(
+        st.sampled_from([None, "2023-05-08", "1:56 pm on 8 August, 2023"]),
+        st.lists(st.tuples(st.sampled_from(["Ann", "Bo"]), turn_texts), min_size=1, max_size=5),
+    ),
+    min_size=1,
+    max_size=4,
+)
+weight_sets = st.builds(
+    HiMGAWeights,
+    **{
+        field.name: st.sampled_from([0.0, 0.3, 1.0])
+        for field in dataclasses.fields(HiMGAWeights)
+        if field.name != "seeds"
+    },
+    seeds=st.integers(1, 5),
+)
+
+
+def build(conversation: list[tuple[str | None, list[tuple[str, str]]]]) -> list[Session]:
+    return [
+        Session(
+            f"s{n}",
+            [Message(role, text, f"D{n}:{i}") for i, (role, text) in enumerate(turns)],
+            date,
+        )
+        for n, (date, turns) in enumerate(conversation)
+    ]
+
+
+@given(conversation=conversations, weights=weight_sets, query=turn_texts, k=st.integers(0, 30))
+def test_search_ranks_ingested_turns_best_first_deterministically(
+    conversation: list[tuple[str | None, list[tuple[str, str]]]],
+    weights: HiMGAWeights,
+    query: str,
+    k: int,
+) -> None:
+    sessions = build(conversation)
+    memory = memory_of(sessions, weights)
+    hits = memory.search(query, k)
+    held = {message.turn_id for session in sessions for message in session.messages}
+    assert len(hits) <= k
+    assert len({hit.turn_id for hit in hits}) == len(hits)
+    assert {hit.turn_id for hit in hits} <= held
+    scores = [hit.score for hit in hits]
+    assert all(math.isfinite(score) and score > 0 for score in scores)
+    assert scores == sorted(scores, reverse=True)
+    assert memory_of(sessions, weights).search(query, k) == hits  # another instance agrees
+    assert memory.search(query, k) == hits  # and so does a second query
+    # a shorter search is a prefix of a longer one
+    assert memory.search(query, max(k - 1, 0)) == hits[: max(k - 1, 0)]
+    memory.reset()
+    assert memory.search(query, k) == []
+
+
+# -- with an embedder ----------------------------------------------------------------------
+
+
+def test_an_embedder_adds_a_dense_level_and_semantic_edges() -> None:
+    from himga.embed import HashEmbedder
+
+    sessions = [
+        Session("s1", [*filler(1, 8), Message("Bo", "My runner friends train daily.", "R")])
+    ]
+    query = "running"  # stems to "run": no lexical match with "runner" anywhere
+    assert ids(memory_of(sessions), query) == []
+    memory = HiMGAMemory(weights=HiMGAWeights(dense=1.0), embedder=HashEmbedder(dim=1024))
+    for message in sessions[0].messages:
+        memory.ingest(message, sessions[0])
+    assert ids(memory, query, 1) == ["R"]  # shares character trigrams with "runner"
+    semantic = memory.index().graphs["semantic"].toarray()
+    assert (semantic == semantic.T).all()
+    assert ((semantic > 0).sum(axis=1) >= 5).all()  # every turn keeps its 5 nearest
+    assert "embedder='hash-1024'" in repr(memory)
+    memory.reset()
+    assert memory.search(query, 5) == []
+
+
+class TestHiMGAMemoryWithEmbedderContract(MemoryContract):
+    @staticmethod
+    def factory() -> HiMGAMemory:
+        from himga.embed import HashEmbedder
+
+        return HiMGAMemory(embedder=HashEmbedder(dim=32))
