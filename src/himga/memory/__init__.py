@@ -3,6 +3,7 @@
 from himga.memory._bm25 import BM25Memory
 from himga.memory._full import FullContextMemory
 from himga.memory._keyword import KeywordMemory
+from himga.memory._magma import MagmaMemory, MagmaPaperMemory
 from himga.memory._null import NullMemory
 from himga.memory._protocol import BaseMemory, Hit, SearchableMemory
 from himga.memory._registry import (
@@ -21,6 +22,8 @@ __all__ = [
     "FullContextMemory",
     "Hit",
     "KeywordMemory",
+    "MagmaMemory",
+    "MagmaPaperMemory",
     "MemoryFactory",
     "MemoryLoadError",
     "MemoryPlugin",
