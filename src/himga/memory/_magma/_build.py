@@ -226,13 +226,20 @@ class LLMBuilder:
         self._slots = asyncio.Semaphore(self.concurrency)
         return list(await asyncio.gather(*coroutines))
 
-    def events(self, turns: Sequence[TurnInput]) -> list[Event]:
-        """The event of every turn (2 requests each), in order."""
-        return run_coroutine(lambda: self._gather([self._event(t) for t in turns]))
+    def build(
+        self, turns: Sequence[TurnInput], sessions: Sequence[tuple[str | None, Sequence[str]]]
+    ) -> tuple[list[Event], list[str | None]]:
+        """The event of every turn (2 requests each) and a summary of every ``(date, turn
+        lines)`` session (``None`` where the model failed), all requested at once."""
 
-    def summaries(self, sessions: Sequence[tuple[str | None, Sequence[str]]]) -> list[str | None]:
-        """One summary per ``(date, turn lines)`` session; ``None`` where the model failed."""
-        return run_coroutine(lambda: self._gather([self._summary(d, t) for d, t in sessions]))
+        async def both() -> tuple[list[Event], list[str | None]]:
+            self._slots = asyncio.Semaphore(self.concurrency)
+            events = asyncio.gather(*(self._event(t) for t in turns))
+            summaries = asyncio.gather(*(self._summary(d, lines) for d, lines in sessions))
+            done = await asyncio.gather(events, summaries)
+            return list(done[0]), list(done[1])
+
+        return run_coroutine(both)
 
     def causal_links(
         self, requests: Sequence[tuple[str, Sequence[tuple[int, str]]]]

@@ -189,12 +189,18 @@ class MagmaMemory:
                     None if following is None else f"{following.role}: {following.content}",
                 )
             )
+        touched = list(dict.fromkeys(position for _, _, position, _ in placed))
         builder = self._builder()
         events: list[Event]
         if builder is None:
             events = [offline_event(t.text, t.speaker, t.anchor) for t in turns]
         else:
-            events = builder.events(turns)
+            summarised = touched if self.session_summaries else []
+            sessions = [(self._session_dates[p], self._session_turns[p]) for p in summarised]
+            events, summaries = builder.build(turns, sessions)
+            for position, summary in zip(summarised, summaries, strict=True):
+                if summary is not None:
+                    self._summaries[position] = summary
         self.build_stats.turns += len(turns)
         for (message, session, position, number), event in zip(placed, events, strict=True):
             # The released code stamps turn n of a session n hours after the session
@@ -211,14 +217,6 @@ class MagmaMemory:
                     event,
                 )
             )
-        touched = list(dict.fromkeys(position for _, _, position, _ in placed))
-        if builder is not None and self.session_summaries:
-            summaries = builder.summaries(
-                [(self._session_dates[p], self._session_turns[p]) for p in touched]
-            )
-            for position, summary in zip(touched, summaries, strict=True):
-                if summary is not None:
-                    self._summaries[position] = summary
         self._last_ranked = None
         self._index = self._new_index()
         if builder is not None and self.paper:
