@@ -3,7 +3,8 @@
 It answers each of MAGMA's four prompts in the format asked, from the prompt
 alone (deterministic): a turn containing ``MALFORMED`` always gets broken JSON, a
 turn containing ``FLAKY`` gets broken JSON until it is asked again with a
-correction, and every other reply is well-formed.
+correction, and every other reply is well-formed. Other prompts (an eval run's
+answers and judge verdicts) get a fixed abstention and "WRONG".
 """
 
 from __future__ import annotations
@@ -60,4 +61,9 @@ def magma_responder(messages: list[ChatMessage]) -> str:
         return "The speakers caught up on their news."
     if "Nearby events:" in prompt:
         return json.dumps({"relations": [{"index": 0, "relation": "leads_to", "confidence": 0.8}]})
-    return "unexpected prompt"
+    # not MAGMA's: the agent's answer and the judge's verdict of an eval run
+    if "Generated answer:" in messages[-1]["content"]:
+        return '{"label": "WRONG"}'
+    if "Answer yes or no only." in messages[-1]["content"]:
+        return "no"
+    return "Not mentioned in the conversation."
