@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import re
 from collections.abc import Iterator, Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
@@ -14,6 +15,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from numpy.typing import NDArray
 
+from himga.data import load_dataset
 from himga.data.schema import Message, Session
 from himga.llm import SDKClient, get_client
 from himga.memory import MagmaMemory, MagmaPaperMemory, SearchableMemory, load_memory
@@ -462,3 +464,15 @@ def test_building_inside_a_running_event_loop_works(server: FakeLLMServer) -> No
 def test_magma_with_the_fake_llm_passes_the_kit(server: FakeLLMServer) -> None:
     client = _client(server)
     check_memory(lambda: MagmaMemory(client), max_examples=5)
+
+
+def test_no_benchmark_speaker_name_occurs_in_the_magma_code(
+    shared_datasets: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HIMGA_DATA_DIR", str(shared_datasets))
+    speakers = {name.casefold() for s in load_dataset("locomo") for name in s.speakers}
+    assert len(speakers) >= 10
+    package = Path(__file__).resolve().parent.parent / "src" / "himga" / "memory" / "_magma"
+    for source in package.glob("*.py"):
+        used = set(re.findall(r"[a-z]+", source.read_text("utf-8").casefold()))
+        assert not speakers & used, f"{source.name} names {sorted(speakers & used)}"
