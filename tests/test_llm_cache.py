@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import multiprocessing
 import os
 import signal
 import sqlite3
@@ -161,27 +160,28 @@ def test_threads_sharing_one_cache_lose_no_entry(tmp_path: Path) -> None:
     assert cache.stats.hits == 400
 
 
-def _write_entries(path: str, worker: int, count: int) -> None:
-    cache = LLMCache(path)
-    for i in range(count):
-        cache.put(f"{worker}-{i}", Completion(f"text {worker} {i}", i, 1, "m"))
-        cache.put("shared", Completion(f"from {worker}", 0, 0, "m"))
-    cache.close()
+_WRITER = """
+import sys
+from himga.llm import Completion, LLMCache
+
+path, worker, count = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+cache = LLMCache(path)
+for i in range(count):
+    cache.put(f"{worker}-{i}", Completion(f"text {worker} {i}", i, 1, "m"))
+    cache.put("shared", Completion(f"from {worker}", 0, 0, "m"))
+"""
 
 
 def test_processes_writing_one_file_at_once_lose_no_entry(tmp_path: Path) -> None:
     path = str(tmp_path / "c.sqlite")
     LLMCache(path).close()  # create the file before the writers race
-    context = multiprocessing.get_context("spawn")
-    workers = [context.Process(target=_write_entries, args=(path, w, 60)) for w in range(3)]
-    for worker in workers:
-        worker.start()
-    for worker in workers:
-        worker.join(timeout=120)
-        assert worker.exitcode == 0
+    workers = [
+        subprocess.Popen([sys.executable, "-c", _WRITER, path, str(w), "40"]) for w in range(3)
+    ]
+    assert [worker.wait(timeout=120) for worker in workers] == [0, 0, 0]
     cache = LLMCache(path)
-    assert len(cache) == 3 * 60 + 1
-    assert all(cache.get(f"{w}-{i}") is not None for w in range(3) for i in range(60))
+    assert len(cache) == 3 * 40 + 1
+    assert all(cache.get(f"{w}-{i}") is not None for w in range(3) for i in range(40))
 
 
 _KILLED_WRITER = """
@@ -235,7 +235,7 @@ def test_eval_llm_cache_makes_a_second_run_cost_no_calls(
         for run in ("first", "second"):
             out = tmp_path / run
             argv = ["eval", "--memory", "bm25", "--llm", "anthropic", "--limit", "1"]
-            argv += ["--llm-cache", str(cache), "--out", str(out), "--no-progress"]
+            argv += ["--llm-cache", str(cache), "--out", str(out), "--no-progress", "--no-judge"]
             assert main(argv) == 0
             manifests.append(json.loads((out / "manifest.json").read_text("utf-8")))
             if run == "first":
