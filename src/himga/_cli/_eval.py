@@ -98,6 +98,13 @@ def register(commands: Any) -> None:
         help="answer with this provider (key and base URL from the SDK's environment variables)",
     )
     parser.add_argument("--model", default=None, help="model name (default: the provider's)")
+    parser.add_argument(
+        "--llm-cache",
+        type=Path,
+        default=None,
+        metavar="PATH",
+        help="answer repeated LLM requests from this SQLite file (created if missing)",
+    )
     parser.add_argument("--limit", type=int, default=None, help="evaluate the first N samples")
     parser.add_argument(
         "--out", type=Path, default=None, help="run directory (default: runs/<UTC timestamp>)"
@@ -143,9 +150,10 @@ def run(args: argparse.Namespace) -> int:
     from himga.llm import LLMConfigError
     from himga.memory import MemoryLoadError
 
-    if args.llm is None and args.model is not None:
-        print("himga eval: --model needs --llm", file=sys.stderr)
-        return 2
+    for needs_llm in ("model", "llm_cache"):
+        if args.llm is None and getattr(args, needs_llm) is not None:
+            print(f"himga eval: --{needs_llm.replace('_', '-')} needs --llm", file=sys.stderr)
+            return 2
     if args.llm is None and args.judge:
         print("himga eval: --judge needs --llm", file=sys.stderr)
         return 2
@@ -212,7 +220,11 @@ def _evaluate(args: argparse.Namespace) -> int:
     if args.llm is not None:
         from himga.llm import get_client
 
-        llm = get_client(args.llm, model=args.model)
+        llm = get_client(args.llm, model=args.model, cache=args.llm_cache)
+        # A memory that builds with an LLM (MAGMA) uses the run's client, and its cache.
+        attach_llm = getattr(memory, "attach_llm", None)
+        if callable(attach_llm):
+            attach_llm(llm)
     judging = llm is not None and args.judge is not False
     resolution = resolve_dataset(args.dataset, path=args.data_path)
     dataset_sha256 = _checksum(resolution.path)
@@ -448,7 +460,16 @@ def _describe_llm(llm: Any, concurrency: int | None) -> dict[str, Any] | None:
         "temperature": getattr(llm, "temperature", None),
         "max_retries": getattr(llm, "max_retries", None),
         "max_concurrency": concurrency or llm.max_concurrency,
+        "cache": _cache_stats(llm),
     }
+
+
+def _cache_stats(llm: Any) -> dict[str, Any] | None:
+    """The ``--llm-cache`` file and this invocation's hits and misses, if a cache is on."""
+    stats = getattr(llm, "cache_stats", None)
+    if not dataclasses.is_dataclass(stats) or isinstance(stats, type):
+        return None
+    return dataclasses.asdict(stats)
 
 
 def _usage(llm: Any) -> dict[str, Any] | None:

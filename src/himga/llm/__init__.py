@@ -5,6 +5,7 @@ variables; see ``docs/llm.md``.
 """
 
 from himga.llm._anthropic import AnthropicClient
+from himga.llm._cache import CacheSchemaError, CacheStats, CachingClient, LLMCache, cache_key
 from himga.llm._client import SDKClient
 from himga.llm._errors import LLMConfigError, LLMError, MissingAPIKeyError, UnknownProviderError
 from himga.llm._factory import (
@@ -32,8 +33,12 @@ __all__ = [
     "DEFAULT_TIMEOUT",
     "PROVIDERS",
     "AnthropicClient",
+    "CacheSchemaError",
+    "CacheStats",
+    "CachingClient",
     "ChatMessage",
     "Completion",
+    "LLMCache",
     "LLMClient",
     "LLMConfigError",
     "LLMError",
@@ -42,5 +47,6 @@ __all__ = [
     "SDKClient",
     "TokenUsage",
     "UnknownProviderError",
+    "cache_key",
     "get_client",
 ]

@@ -9,6 +9,7 @@ and connection errors, honouring ``retry-after-ms`` / ``retry-after``.
 from __future__ import annotations
 
 import asyncio
+import os
 import threading
 from abc import ABC, abstractmethod
 from collections.abc import AsyncGenerator, Sequence
@@ -16,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 from urllib.parse import urlsplit, urlunsplit
 
+from himga.llm._cache import CacheStats, LLMCache, as_cache, cache_key
 from himga.llm._errors import LLMConfigError, LLMError
 from himga.llm._protocol import ChatMessage, Completion
 from himga.llm._usage import TokenUsage, UsageCounter
@@ -39,6 +41,11 @@ class SDKClient(ABC):
     life (``asyncio.run`` twice, say): each loop gets its own semaphore of
     ``max_concurrency`` permits and its own async SDK client. ``chat`` uses one
     blocking SDK client shared by all threads. Every call adds to :attr:`usage`.
+
+    With ``cache`` (a path or an :class:`~himga.llm.LLMCache`) a request asked
+    before -- same provider, model, temperature, reply budget and messages -- is
+    answered from the cache without a call (and without adding to :attr:`usage`);
+    every reply received is stored.
     """
 
     provider: ClassVar[str]
@@ -56,6 +63,7 @@ class SDKClient(ABC):
         timeout: float,
         temperature: float | None,
         max_tokens: int,
+        cache: str | os.PathLike[str] | LLMCache | None = None,
     ) -> None:
         if not api_key:
             raise LLMConfigError("api_key must be a non-empty string")
@@ -85,6 +93,7 @@ class SDKClient(ABC):
         self._lock = threading.Lock()
         self._sync_sdk: Any = None
         self._loops: dict[asyncio.AbstractEventLoop, _LoopState] = {}
+        self.cache = None if cache is None else as_cache(cache)
 
     def __repr__(self) -> str:
         return (
@@ -112,11 +121,20 @@ class SDKClient(ABC):
         """Calls and tokens so far, over ``chat`` and ``achat`` together."""
         return self._usage.snapshot()
 
+    @property
+    def cache_stats(self) -> CacheStats | None:
+        """Cache hits and misses of this client so far; ``None`` without a cache."""
+        return None if self.cache is None else self.cache.stats
+
     # -- the two ways to call ----------------------------------------------------------
 
     def chat(self, messages: Sequence[ChatMessage], /, *, max_tokens: int | None = None) -> str:
         """The reply text to ``messages``, blocking; raises :class:`LLMError` after retries."""
-        request = self._request(messages, self._max_tokens(max_tokens))
+        budget = self._max_tokens(max_tokens)
+        request = self._request(messages, budget)
+        key = self._cache_key(messages, budget)
+        if key is not None and (hit := self._cached(key)) is not None:
+            return hit.text
         with self._lock:
             if self._sync_sdk is None:
                 self._sync_sdk = self._new_sdk(asynchronous=False)
@@ -126,13 +144,17 @@ class SDKClient(ABC):
         except self._sdk_error as exc:
             self._usage.add_failure()
             raise self._failure(exc) from exc
-        return self._completed(reply).text
+        return self._completed(reply, key).text
 
     async def achat(
         self, messages: Sequence[ChatMessage], /, *, max_tokens: int | None = None
     ) -> Completion:
         """The reply to ``messages`` with its usage; at most ``max_concurrency`` run at once."""
-        request = self._request(messages, self._max_tokens(max_tokens))
+        budget = self._max_tokens(max_tokens)
+        request = self._request(messages, budget)
+        key = self._cache_key(messages, budget)
+        if key is not None and (hit := self._cached(key)) is not None:
+            return hit
         state = await self._loop_state()
         async with state.semaphore:
             try:
@@ -140,7 +162,7 @@ class SDKClient(ABC):
             except self._sdk_error as exc:
                 self._usage.add_failure()
                 raise self._failure(exc) from exc
-        return self._completed(reply)
+        return self._completed(reply, key)
 
     def close(self) -> None:
         """Close the blocking SDK client (a later ``chat`` opens a new one)."""
@@ -208,13 +230,25 @@ class SDKClient(ABC):
                     del self._loops[loop]
             await sdk.close()
 
-    def _completed(self, reply: Any) -> Completion:
+    def _cache_key(self, messages: Sequence[ChatMessage], max_tokens: int) -> str | None:
+        if self.cache is None:
+            return None
+        settings = {"max_tokens": max_tokens, "temperature": self.temperature}
+        return cache_key(self.provider, self._model, settings, messages)
+
+    def _cached(self, key: str) -> Completion | None:
+        assert self.cache is not None
+        return self.cache.get(key)
+
+    def _completed(self, reply: Any, key: str | None) -> Completion:
         try:
             completion = self._parse(reply)
         except LLMError:
             self._usage.add_failure()
             raise
         self._usage.add_call(completion.input_tokens, completion.output_tokens)
+        if key is not None and self.cache is not None:
+            self.cache.put(key, completion)
         return completion
 
     def _failure(self, exc: Exception) -> LLMError:

@@ -7,6 +7,7 @@ import os
 from typing import Final
 
 from himga.llm._anthropic import AnthropicClient
+from himga.llm._cache import LLMCache
 from himga.llm._client import SDKClient
 from himga.llm._errors import MissingAPIKeyError, UnknownProviderError
 from himga.llm._openai import OpenAIClient
@@ -67,6 +68,7 @@ def get_client(
     timeout: float = DEFAULT_TIMEOUT,
     temperature: float | _Default | None = _DEFAULT,
     max_tokens: int = DEFAULT_MAX_TOKENS,
+    cache: str | os.PathLike[str] | LLMCache | None = None,
 ) -> SDKClient:
     """A client for ``provider`` (``"anthropic"`` or ``"openai"``).
 
@@ -83,6 +85,9 @@ def get_client(
     retries 408/409/429/5xx and connection errors with backoff; ``max_tokens`` is
     the default reply budget of each call. The SDK is imported here, so a missing
     extra raises :class:`~himga._extras.MissingExtraError` now, not at the first call.
+
+    ``cache`` (a SQLite file path, or an :class:`~himga.llm.LLMCache`) answers a
+    request asked before from the file instead of the model; off by default.
     """
     name = provider if provider is not None else (_env("LLM_PROVIDER") or DEFAULT_PROVIDER)
     key = name.strip().lower()
@@ -107,4 +112,5 @@ def get_client(
         timeout=timeout,
         temperature=DEFAULT_TEMPERATURES[key] if temperature is _DEFAULT else temperature,
         max_tokens=max_tokens,
+        cache=cache,
     )

@@ -6,6 +6,7 @@ from himga.memory._full import FullContextMemory
 from himga.memory._himga import HiMGAMemory, HiMGAWeights
 from himga.memory._hybrid import HybridMemory
 from himga.memory._keyword import KeywordMemory
+from himga.memory._magma import MagmaMemory, MagmaPaperMemory
 from himga.memory._null import NullMemory
 from himga.memory._protocol import BaseMemory, Hit, SearchableMemory
 from himga.memory._registry import (
@@ -34,6 +35,8 @@ __all__ = [
     "Hit",
     "HybridMemory",
     "KeywordMemory",
+    "MagmaMemory",
+    "MagmaPaperMemory",
     "MemoryArgumentError",
     "MemoryFactory",
     "MemoryLoadError",

@@ -1,0 +1,230 @@
+"""A persistent, content-addressed cache of model replies, shared by threads and processes.
+
+An entry is keyed by the SHA-256 of a canonical JSON document naming the provider,
+the model, the settings that change a reply (temperature, reply budget) and the
+full message list, so two calls share an entry exactly when a provider would be
+asked the same thing. Entries live in one SQLite file in WAL mode: readers never
+block the writer, every ``put`` is its own committed transaction, and a process
+killed at any moment (``kill -9``) leaves a file that opens with every entry
+committed before the kill.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sqlite3
+import threading
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from himga.llm._protocol import ChatMessage, Completion, LLMClient
+
+__all__ = ["CacheSchemaError", "CacheStats", "CachingClient", "LLMCache", "as_cache", "cache_key"]
+
+# Bumped when the key document or the table changes meaning; older files are refused.
+_SCHEMA_VERSION = 1
+_BUSY_TIMEOUT_MS = 60_000
+
+
+def cache_key(
+    provider: str,
+    model: str,
+    settings: Mapping[str, Any],
+    messages: Sequence[ChatMessage],
+) -> str:
+    """The hex SHA-256 naming one request: provider, model, ``settings`` and every message."""
+    document = {
+        "v": _SCHEMA_VERSION,
+        "provider": provider,
+        "model": model,
+        "settings": dict(settings),
+        "messages": [[m["role"], m["content"]] for m in messages],
+    }
+    canonical = json.dumps(document, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+
+
+@dataclass(frozen=True, slots=True)
+class CacheStats:
+    """Lookups answered from the file (``hits``) and sent to the model (``misses``) so far."""
+
+    path: str
+    hits: int
+    misses: int
+
+
+class CacheSchemaError(ValueError):
+    """The file is not a himga LLM cache of this version."""
+
+
+class LLMCache:
+    """Replies stored in the SQLite file ``path`` (created with its parent directories).
+
+    Safe to share between threads (one connection behind a lock) and between
+    processes (SQLite's own locking; a writer waits up to a minute for another).
+    ``get`` counts a hit or a miss; ``put`` of a key already present keeps the
+    first reply, so concurrent writers of one request agree on what is stored.
+    """
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._lock = threading.Lock()
+        self._hits = 0
+        self._misses = 0
+        # isolation_level=None: autocommit; each put is one committed transaction.
+        self._db = sqlite3.connect(
+            self.path,
+            timeout=_BUSY_TIMEOUT_MS / 1000,
+            isolation_level=None,
+            check_same_thread=False,
+        )
+        try:
+            self._db.execute(f"PRAGMA busy_timeout={_BUSY_TIMEOUT_MS}")
+            self._db.execute("PRAGMA journal_mode=WAL")
+            # FULL: a committed entry survives an OS crash, not only a killed process;
+            # one fsync per reply is nothing beside the call that produced it.
+            self._db.execute("PRAGMA synchronous=FULL")
+            self._db.execute(
+                "CREATE TABLE IF NOT EXISTS replies (key TEXT PRIMARY KEY, text TEXT NOT NULL, "
+                "input_tokens INTEGER NOT NULL, output_tokens INTEGER NOT NULL, "
+                "model TEXT NOT NULL)"
+            )
+            self._db.execute("CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value TEXT)")
+            self._db.execute(
+                "INSERT OR IGNORE INTO meta VALUES ('schema_version', ?)", (str(_SCHEMA_VERSION),)
+            )
+            (version,) = self._db.execute(
+                "SELECT value FROM meta WHERE name = 'schema_version'"
+            ).fetchone()
+        except sqlite3.DatabaseError as exc:
+            self._db.close()
+            raise CacheSchemaError(f"{self.path}: not a himga LLM cache: {exc}") from exc
+        if version != str(_SCHEMA_VERSION):
+            self._db.close()
+            raise CacheSchemaError(
+                f"{self.path}: LLM cache schema version {version}, this himga writes "
+                f"{_SCHEMA_VERSION}; use another --llm-cache file"
+            )
+
+    def __repr__(self) -> str:
+        return f"LLMCache({str(self.path)!r})"
+
+    def __len__(self) -> int:
+        with self._lock:
+            (count,) = self._db.execute("SELECT COUNT(*) FROM replies").fetchone()
+        return int(count)
+
+    def get(self, key: str) -> Completion | None:
+        """The stored reply for ``key`` (a hit), or ``None`` (a miss)."""
+        with self._lock:
+            row = self._db.execute(
+                "SELECT text, input_tokens, output_tokens, model FROM replies WHERE key = ?",
+                (key,),
+            ).fetchone()
+            if row is None:
+                self._misses += 1
+                return None
+            self._hits += 1
+        text, input_tokens, output_tokens, model = row
+        return Completion(text, input_tokens, output_tokens, model)
+
+    def put(self, key: str, completion: Completion) -> None:
+        """Store ``completion`` under ``key`` and commit; an existing entry is kept."""
+        with self._lock:
+            self._db.execute(
+                "INSERT OR IGNORE INTO replies VALUES (?, ?, ?, ?, ?)",
+                (
+                    key,
+                    completion.text,
+                    completion.input_tokens,
+                    completion.output_tokens,
+                    completion.model,
+                ),
+            )
+
+    @property
+    def stats(self) -> CacheStats:
+        """Hits and misses of this object's lookups (not of other processes')."""
+        with self._lock:
+            return CacheStats(str(self.path), self._hits, self._misses)
+
+    def close(self) -> None:
+        """Close the file; the object must not be used afterwards."""
+        with self._lock:
+            self._db.close()
+
+
+def as_cache(cache: str | os.PathLike[str] | LLMCache) -> LLMCache:
+    """``cache`` itself, or the cache in the file it names."""
+    return cache if isinstance(cache, LLMCache) else LLMCache(cache)
+
+
+class CachingClient:
+    """Any :class:`~himga.llm.LLMClient` with its replies cached in ``cache``.
+
+    The key's settings are the effective reply budget (``max_tokens``, else the
+    client's ``max_tokens`` attribute if it has one) and the client's
+    ``temperature`` attribute if it has one. A hit costs no call and leaves the
+    wrapped client's usage unchanged; it returns the tokens the original call
+    used. Replies of ``chat`` carry no token counts, so they are stored with 0.
+    ``SDKClient`` (``get_client(cache=...)``) caches natively and counts tokens.
+    """
+
+    def __init__(self, client: LLMClient, cache: str | os.PathLike[str] | LLMCache) -> None:
+        self.client = client
+        self.cache = as_cache(cache)
+
+    def __repr__(self) -> str:
+        return f"CachingClient({self.client!r}, {self.cache!r})"
+
+    @property
+    def provider(self) -> str:
+        """The wrapped client's provider."""
+        return self.client.provider
+
+    @property
+    def model(self) -> str:
+        """The wrapped client's model."""
+        return self.client.model
+
+    @property
+    def max_concurrency(self) -> int:
+        """The wrapped client's bound on concurrent ``achat`` calls."""
+        return self.client.max_concurrency
+
+    @property
+    def cache_stats(self) -> CacheStats:
+        """Hits and misses so far."""
+        return self.cache.stats
+
+    def _key(self, messages: Sequence[ChatMessage], max_tokens: int | None) -> str:
+        budget = max_tokens if max_tokens is not None else getattr(self.client, "max_tokens", None)
+        settings = {"max_tokens": budget, "temperature": getattr(self.client, "temperature", None)}
+        return cache_key(self.provider, self.model, settings, messages)
+
+    def chat(self, messages: Sequence[ChatMessage], /, *, max_tokens: int | None = None) -> str:
+        """The cached reply text, else the wrapped client's (then stored)."""
+        key = self._key(messages, max_tokens)
+        hit = self.cache.get(key)
+        if hit is not None:
+            return hit.text
+        text = self.client.chat(messages, max_tokens=max_tokens)
+        self.cache.put(key, Completion(text, 0, 0, self.model))
+        return text
+
+    async def achat(
+        self, messages: Sequence[ChatMessage], /, *, max_tokens: int | None = None
+    ) -> Completion:
+        """The cached reply, else the wrapped client's (then stored)."""
+        key = self._key(messages, max_tokens)
+        hit = self.cache.get(key)
+        if hit is not None:
+            return hit
+        completion = await self.client.achat(messages, max_tokens=max_tokens)
+        self.cache.put(key, completion)
+        return completion
