@@ -14,11 +14,17 @@ from tests.test_cli_trust import himga
 
 @pytest.fixture(scope="module")
 def runs(shared_datasets: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    """Full offline LoCoMo runs of bm25 and keyword, and a one-conversation keyword run."""
+    """Offline runs of bm25 and keyword on LoCoMo's first two conversations (304
+    questions), and a one-conversation keyword run."""
     root = tmp_path_factory.mktemp("runs")
     env = {"HIMGA_DATA_DIR": str(shared_datasets)}
     made = {}
-    for name, extra in (("bm25", []), ("keyword", []), ("keyword-1", ["--limit", "1"])):
+    plans = (
+        ("bm25", ["--limit", "2"]),
+        ("keyword", ["--limit", "2"]),
+        ("keyword-1", ["--limit", "1", "--no-preflight"]),
+    )
+    for name, extra in plans:
         out = root / name
         memory = name.split("-")[0]
         argv = ["eval", "--memory", memory, "--out", str(out), "--no-progress", *extra]
@@ -43,7 +49,7 @@ def test_compare_prints_paired_intervals_and_json_matches_the_runs(
     comparison = json.loads(run.stdout)
     assert comparison["resamples"] == 10_000
     assert comparison["seed"] == 0
-    assert comparison["questions"] == 1986
+    assert comparison["questions"] == 304
     assert {"context_recall_any", "recall@10"} <= set(comparison["metrics"])
     rows = {(r["group"], r["metric"]): r for r in comparison["comparisons"]}
     keyword, bm25 = _metrics(runs["keyword"]), _metrics(runs["bm25"])
@@ -92,7 +98,7 @@ def test_report_writes_table_manifest_prose_and_plot(runs: dict[str, Path]) -> N
     assert run.returncode == 0, run.stderr
     report = (runs["bm25"] / "report.md").read_text("utf-8")
     assert report.startswith("# himga run report: `bm25` on `locomo`")
-    assert "overall (all)             1986" in report  # the run's table
+    assert "overall (all)             304" in report  # the run's table
     manifest = json.loads((runs["bm25"] / "manifest.json").read_text("utf-8"))
     assert manifest["dataset"]["sha256"] in report
     assert "No LLM: the run measured retrieval only" in report
