@@ -42,6 +42,8 @@ _RUN_FILES = (
     "results.jsonl",
     "metrics.json",
     "manifest.json",
+    "report.md",  # himga report: it would describe the discarded run
+    "report.png",
 )
 
 # Environment variables whose values must never be written anywhere.
