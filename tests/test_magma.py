@@ -463,9 +463,11 @@ def test_building_inside_a_running_event_loop_works(server: FakeLLMServer) -> No
 
 def test_magma_with_the_fake_llm_passes_the_kit(server: FakeLLMServer) -> None:
     client = _client(server)
-    check_memory(lambda: MagmaMemory(client), max_examples=5)
+    check_memory(lambda: MagmaMemory(client), max_examples=4)
+    check_memory(lambda: MagmaPaperMemory(client), max_examples=2)
 
 
+@pytest.mark.filterwarnings("ignore::himga.data.EvidenceWarning")
 def test_no_benchmark_speaker_name_occurs_in_the_magma_code(
     shared_datasets: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
