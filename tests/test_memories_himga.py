@@ -24,10 +24,11 @@ class TestHiMGAMemoryContract(MemoryContract):
 
 
 def test_configured_memories_pass_the_kit() -> None:
-    examples = settings().max_examples
-    check_memory(lambda: HiMGAMemory(k=1), max_examples=examples)
+    # a single-turn top-k, and every edge type spreading from a single seed
     spread_everywhere = HiMGAWeights(temporal=1, membership=1, qa=1, entity=1, date=3, seeds=1)
-    check_memory(lambda: HiMGAMemory(weights=spread_everywhere), max_examples=examples)
+    check_memory(
+        lambda: HiMGAMemory(k=1, weights=spread_everywhere), max_examples=settings().max_examples
+    )
 
 
 def test_registered_and_searchable() -> None:

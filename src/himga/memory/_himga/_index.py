@@ -89,8 +89,9 @@ class Index:
     Levels: the turn (``"speaker: content"``), its context windows of +-1 and +-2
     turns within its session, and its session. Edge types (turn x turn, weights
     >= 0, ``graphs``): ``temporal`` (consecutive turns of a session, both ways),
-    ``membership`` (two turns of one session), ``qa`` (a turn ending a question
-    -> the next turn, said by another speaker; directed: row = the answer),
+    ``membership`` (two turns of one session), ``qa`` (a turn containing a question
+    mark -> the next turn of its session, said by another speaker; directed: row =
+    the answer),
     ``entity`` (turns of different sessions sharing an entity, weighted by the
     sum of the shared entities' idf) and ``semantic`` (each turn's nearest
     neighbours by embedding cosine, when ``embeddings`` are given).
@@ -163,7 +164,7 @@ class Index:
         return sp.csr_array((np.ones(len(rows)), (rows, cols)), shape=(self.size, self.size))
 
     def _entities(self, turns: Turns, counts: Any) -> Any:
-        present = sp.csr_array(counts)
+        present = counts.copy()
         present.data[:] = 1.0
         frequency = np.bincount(present.indices, minlength=present.shape[1])
         long_enough = np.fromiter(

@@ -173,7 +173,7 @@ class HiMGAMemory:
             self._embedded = block if self._embedded is None else np.vstack([self._embedded, block])
         return self._embedded
 
-    def dense(self, query: str) -> Any:
+    def _dense(self, query: str) -> Any:
         """(1 x turns) the query's cosine with every turn; ``None`` without an embedder."""
         if self.embedder is None:
             return None
@@ -186,7 +186,7 @@ class HiMGAMemory:
         index = self.index()
         np = self._index_module.np
         levels = index.levels(self.analyse(query))[:, None, :]
-        dense = self.dense(query) if query.strip() else None
+        dense = self._dense(query) if query.strip() else None
         if not levels.any() and (dense is None or self.weights.dense == 0):
             return []
         cue = index.date_cue(query)
