@@ -199,7 +199,12 @@ def _evaluate(args: argparse.Namespace) -> int:
     from himga.data import load_dataset, resolve_dataset
     from himga.eval import CheckpointMismatchError, run_identity
     from himga.eval.judge import JUDGE_PROMPTS
-    from himga.memory import memory_provenance, parse_memory_arguments, resolve_memory
+    from himga.memory import (
+        BaseMemory,
+        memory_provenance,
+        parse_memory_arguments,
+        resolve_memory,
+    )
 
     started_at = _now()
     started = time.perf_counter()
@@ -217,16 +222,22 @@ def _evaluate(args: argparse.Namespace) -> int:
                 f"checked ({report.limited})",
                 file=sys.stderr,
             )
-    memory = resolved.create()
     llm = None
     if args.llm is not None:
         from himga.llm import get_client
 
         llm = get_client(args.llm, model=args.model, cache=args.llm_cache)
-        # A memory that builds with an LLM (MAGMA) uses the run's client, and its cache.
+
+    def create_memory() -> BaseMemory:
+        memory = resolved.create()
+        # A memory that builds with an LLM (MAGMA) uses the run's client, and its cache;
+        # so does the fresh instance that replaces one stuck in a timed-out call.
         attach_llm = getattr(memory, "attach_llm", None)
-        if callable(attach_llm):
+        if llm is not None and callable(attach_llm):
             attach_llm(llm)
+        return memory
+
+    memory = create_memory()
     judging = llm is not None and args.judge is not False
     resolution = resolve_dataset(args.dataset, path=args.data_path)
     dataset_sha256 = _checksum(resolution.path)
@@ -274,7 +285,7 @@ def _evaluate(args: argparse.Namespace) -> int:
             checkpoint=checkpoint,
             max_concurrency=args.concurrency,
             memory_timeout=args.memory_timeout,
-            memory_factory=resolved.create,
+            memory_factory=create_memory,
             identity=identity,
         )
     except CheckpointMismatchError as exc:
