@@ -19,12 +19,12 @@ def with_distractors(
 
     LongMemEval's oracle haystacks hold only evidence sessions, where any retriever
     scores near perfect; this builds a LongMemEval_S-like haystack (about 50
-    sessions) from the same file. The pool is every session of ``samples``, the
-    first copy of each session id kept. A sample draws
-    ``max(0, sessions - len(sample.sessions))`` pool sessions whose ids it does not
-    hold, uniformly without replacement from ``random.Random(f"{seed}/{sample_id}")``
-    -- the same input and seed give the same haystacks, and a sample's draw does
-    not depend on the order of the others. Drawn sessions are renamed
+    sessions) from the same file. The pool is every session of ``samples``, ordered
+    by session id (a repeated id is taken from the sample with the smallest
+    ``sample_id``). A sample draws ``max(0, sessions - len(sample.sessions))``
+    pool sessions whose ids it does not hold, uniformly without replacement from
+    ``random.Random(f"{seed}/{sample_id}")``: the same samples and seed give the
+    same haystacks, whatever their order. Drawn sessions are renamed
     ``"distractor-<id>"`` (turns ``"distractor-<id>:<index>"``) and the haystack is
     sorted by session date (undated sessions last, ties in their previous order).
 
@@ -36,10 +36,11 @@ def with_distractors(
     if sessions < 0:
         raise ValueError(f"with_distractors: sessions must be >= 0, got {sessions}")
     pool: dict[str, Session] = {}
-    for sample in samples:
+    # Sorted, so that neither the pool nor a draw depends on the order of ``samples``.
+    for sample in sorted(samples, key=lambda sample: sample.sample_id):
         for session in sample.sessions:
             pool.setdefault(session.session_id, session)
-    ordered = list(pool.values())
+    ordered = [pool[session_id] for session_id in sorted(pool)]
     padded = []
     for sample in samples:
         own = {session.session_id for session in sample.sessions}
