@@ -109,7 +109,6 @@ class HybridMemory:
             return []
         dense = self._dense._scores(query)
         if dense is None:
-            self._bm25._top(query, 1)  # keep both indexes in step with what was ingested
             return []
         lexical = self._bm25._top(query, len(dense))
         return top_k(self._np, self._fuse(dense, lexical), k)
