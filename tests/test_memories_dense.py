@@ -94,7 +94,7 @@ def test_lazy_index_embeds_new_turns_once() -> None:
 def test_repr_names_parameters_not_content() -> None:
     assert repr(DenseMemory(5, embedder=HASH)) == "DenseMemory(k=5, embedder='hash-64')"
     assert repr(HybridMemory(embedder=HASH)) == (
-        "HybridMemory(k=10, embedder='hash-64', fusion='rrf', weight=0.5, rrf_k=60.0, "
+        "HybridMemory(k=10, embedder='hash-64', fusion='score', weight=0.5, rrf_k=60.0, "
         "k1=1.5, b=0.75)"
     )
 
@@ -141,8 +141,8 @@ def test_rrf_is_invariant_to_rescaling_the_embedder(turns: list[str], query: str
             vectors = super().embed(texts, kind)
             return vectors if kind == "passage" else vectors * np.float32(0.25)
 
-    plain = HybridMemory(embedder=HASH)
-    scaled = HybridMemory(embedder=Scaled(64))
+    plain = HybridMemory(embedder=HASH, fusion="rrf")
+    scaled = HybridMemory(embedder=Scaled(64), fusion="rrf")
     say(plain, *turns)
     say(scaled, *turns)
     assert _ranked(plain, query) == _ranked(scaled, query)

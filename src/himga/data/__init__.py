@@ -1,5 +1,6 @@
 """Benchmark data: the schema, the LoCoMo and LongMemEval loaders, their errors."""
 
+from himga.data._distractors import with_distractors
 from himga.data._errors import (
     ChecksumMismatchError,
     DatasetError,
@@ -43,4 +44,5 @@ __all__ = [
     "iter_dataset",
     "load_dataset",
     "resolve_dataset",
+    "with_distractors",
 ]
