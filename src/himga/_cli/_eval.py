@@ -43,6 +43,8 @@ _RUN_FILES = (
     "metrics.json",
     "manifest.json",
     "shard.json",
+    "report.md",  # himga report: it would describe the discarded run
+    "report.png",
 )
 
 # Environment variables whose values must never be written anywhere.

@@ -4,7 +4,7 @@ Scorers live in the public modules :mod:`himga.eval.metrics` (LoCoMo F1,
 BLEU-1, exact match) and :mod:`himga.eval.judge` (LLM-as-judge).
 """
 
-from himga.eval._aggregate import compute_metrics, context_containment
+from himga.eval._aggregate import compute_metrics, context_containment, question_scores
 from himga.eval._checkpoint import CheckpointError, CheckpointMismatchError
 from himga.eval._identity import RunIdentity
 from himga.eval._ranking import (
@@ -41,6 +41,7 @@ __all__ = [
     "context_containment",
     "evidence_recall_at_k",
     "ndcg_at_k",
+    "question_scores",
     "run_eval",
     "run_identity",
 ]

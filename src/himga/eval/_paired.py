@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from himga._extras import require
 
@@ -37,8 +38,8 @@ class PairedDifference:
 
 
 def paired_differences(
-    a: Sequence[Sequence[float]],
-    b: Sequence[Sequence[float]],
+    a: Sequence[Sequence[float]] | Any,
+    b: Sequence[Sequence[float]] | Any,
     *,
     resamples: int = DEFAULT_RESAMPLES,
     seed: int = 0,
@@ -47,7 +48,8 @@ def paired_differences(
     """Per column (metric) of the question x metric matrices ``a`` and ``b``: the paired
     difference with its bootstrap interval and permutation p-value.
 
-    Row ``i`` of both is the same question; ``NaN`` marks a metric without a value
+    ``a`` and ``b`` are nested sequences or numpy arrays. Row ``i`` of both is the
+    same question; ``NaN`` marks a metric without a value
     for it, and a question counts for a metric only when both runs have a value.
 
     * Interval: ``resamples`` bootstrap resamples of the questions (with
@@ -89,7 +91,9 @@ def paired_differences(
                 signs = rng.integers(0, 2, size=(size, questions)) * 2.0 - 1.0
             else:
                 weights = signs = np.zeros((size, 0))
-            boot[start : start + size] = (weights @ diff) / (weights @ mask)
+            # One product for numerators and denominators (the resampled counts).
+            both = weights @ np.hstack([diff, mask])
+            boot[start : start + size] = both[:, :metrics] / both[:, metrics:]
             flipped[start : start + size] = (signs @ diff) / counted
     tail = (1 - confidence) / 2
     found: list[PairedDifference] = []

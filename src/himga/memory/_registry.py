@@ -197,14 +197,21 @@ class MemoryProvenance:
 
 
 def memory_provenance(modules: Iterable[str]) -> MemoryProvenance:
-    """The provenance of the already imported ``modules`` (e.g. a factory's and its class's)."""
+    """The provenance of the imported ``modules`` (e.g. a factory's and its class's).
+
+    A module that is not imported, or has no file, contributes only its name.
+    """
     names = sorted(set(modules))
     distribution: Distribution | None = None
     files: set[Path] = set()
+    digest = hashlib.sha256()
     for name in names:
+        # The names are hashed too: a module without a file (``__main__`` of a
+        # notebook, a dynamically made one) is then identified by its name alone.
+        digest.update(name.encode("utf-8") + b"\0")
         module = sys.modules.get(name)
         if module is None:
-            raise ValueError(f"module {name!r} is not imported")
+            continue
         module_file = getattr(module, "__file__", None)
         provider = _distribution_of(name.partition(".")[0], module_file)
         distribution = distribution or provider
@@ -214,7 +221,6 @@ def memory_provenance(modules: Iterable[str]) -> MemoryProvenance:
                 files.update(Path(directory).rglob("*.py"))
         if module_file:
             files.add(Path(module_file))
-    digest = hashlib.sha256()
     ordered = sorted(path.resolve() for path in files)
     for path in ordered:
         digest.update(str(path).encode("utf-8") + b"\0")
