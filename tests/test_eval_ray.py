@@ -61,7 +61,7 @@ def cluster() -> Iterator[Any]:
             yield head
         finally:
             ray.shutdown()
-            head.shutdown()
+            head.shutdown()  # type: ignore[no-untyped-call]
 
 
 @pytest.fixture(scope="module")
@@ -87,7 +87,8 @@ def _descendants() -> set[int]:
             except OSError:
                 continue
             parents[int(entry.name)] = int(stat.rpartition(")")[2].split()[1])
-    found, frontier = set(), {os.getpid()}
+    found: set[int] = set()
+    frontier = {os.getpid()}
     while frontier:
         frontier = {pid for pid, parent in parents.items() if parent in frontier} - found
         found |= frontier
@@ -189,7 +190,7 @@ def test_a_sample_failing_after_the_retries_is_recorded_per_question_and_resumed
         (s.sample_id, q.question_id) for s in two for q in s.qa_pairs
     ]
     assert all(r.error is not None and r.error.startswith("WorkerError: ") for r in results)
-    assert "after up to 0 restarts and 0 retries" in results[0].error
+    assert "after up to 0 restarts and 0 retries" in str(results[0].error)
     # Errors are retried by a resumed run: with a memory that no longer dies, all succeed.
     healthy = dataclasses.replace(dying, memory_arguments={"armed": str(armed), "crash_at": 10**9})
     local = run_eval(two, agent=healthy, show_progress=False)

@@ -112,8 +112,8 @@ def test_shards_merge_into_the_local_run_after_random_resumes(
     order = data.draw(st.permutations(runs), label="order given to merge")
     assert main(["merge", *order, "--out", str(root / "merged")]) == 0
     assert_same_run(local_run, root / "merged")
-    checkpoint = (root / "merged" / "checkpoint.jsonl").read_text("utf-8").splitlines()
-    assert len(checkpoint) == 1 + len(_results(local_run))
+    merged = (root / "merged" / "checkpoint.jsonl").read_text("utf-8").splitlines()
+    assert len(merged) == 1 + len(_results(local_run))
 
 
 @pytest.fixture(scope="module")
