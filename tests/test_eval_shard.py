@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from pathlib import Path
 from typing import Any
@@ -82,8 +83,11 @@ def test_shard_parses_and_prints_as_given() -> None:
     assert str(Shard(2, 5)) == "2/5"
 
 
+# Each example runs up to 8 himga eval commands: few examples, more under CI=true.
 @settings(
-    max_examples=6, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=10 if os.environ.get("CI") == "true" else 5,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
 )
 @given(count=st.integers(1, 4), data=st.data())
 def test_shards_merge_into_the_local_run_after_random_resumes(
