@@ -85,7 +85,7 @@ def test_shard_parses_and_prints_as_given() -> None:
 
 # Each example runs up to 8 himga eval commands: few examples, more under CI=true.
 @settings(
-    max_examples=10 if os.environ.get("CI") == "true" else 5,
+    max_examples=8 if os.environ.get("CI") == "true" else 5,
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture],
 )
