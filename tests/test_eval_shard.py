@@ -208,7 +208,7 @@ def test_judged_llm_shards_merge_into_the_local_run(
     shared_datasets: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("HIMGA_DATA_DIR", str(shared_datasets))
-    base = ["eval", "--memory", "bm25", "--llm", "openai", "--model", "fake", "--limit", "2"]
+    base = ["eval", "--memory", "bm25", "--llm", "openai", "--model", "fake", "--limit", "3"]
     base += ["--no-preflight", "--no-progress"]
     with FakeLLMServer(responder=_responder) as server:
         monkeypatch.setenv("OPENAI_BASE_URL", server.openai_base_url)
@@ -218,6 +218,7 @@ def test_judged_llm_shards_merge_into_the_local_run(
             out = tmp_path / f"s{index}"
             assert main([*base, "--shard", f"{index}/2", "--out", str(out)]) == 0
     shards = [str(tmp_path / "s0"), str(tmp_path / "s1")]
+    assert all(_results(Path(shard)) for shard in shards)  # both shards hold questions
     assert main(["merge", *shards, "--out", str(tmp_path / "m")]) == 0
     assert_same_run(tmp_path / "local", tmp_path / "m")
     metrics = json.loads((tmp_path / "m" / "metrics.json").read_text("utf-8"))
