@@ -133,7 +133,7 @@ def test_ray_matches_local_byte_for_byte_and_binds_loopback_only(
         show_progress=False,
         checkpoint=tmp_path / "ray.jsonl",
     )
-    listening = _listening(_descendants())
+    listening = _listening(_descendants() | {os.getpid()})  # the driver serves too
     assert listening  # the cluster's servers were found
     assert set(listening) <= {"127.0.0.1", "::1"}, listening
 
