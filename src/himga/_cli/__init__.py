@@ -6,7 +6,7 @@ import argparse
 from collections.abc import Sequence
 
 import himga
-from himga._cli import _check, _compare, _datasets, _eval, _fake_llm, _memories, _report
+from himga._cli import _check, _compare, _datasets, _eval, _fake_llm, _memories, _merge, _report
 
 __all__ = ["main"]
 
@@ -18,7 +18,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--version", action="version", version=f"himga {himga.__version__}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for command in (_check, _compare, _datasets, _eval, _fake_llm, _memories, _report):
+    for command in (_check, _compare, _datasets, _eval, _fake_llm, _memories, _merge, _report):
         command.register(commands)
     args = parser.parse_args(argv)
     code: int = args.handler(args)

@@ -42,6 +42,7 @@ _RUN_FILES = (
     "results.jsonl",
     "metrics.json",
     "manifest.json",
+    "shard.json",
     "report.md",  # himga report: it would describe the discarded run
     "report.png",
 )
@@ -131,7 +132,57 @@ def register(commands: Any) -> None:
         "--concurrency", type=int, default=None, help="LLM calls in flight (default: client's)"
     )
     parser.add_argument("--no-progress", action="store_true", help="hide progress bars")
+    scale = parser.add_argument_group("scaling out (docs/scale.md)")
+    scale.add_argument(
+        "--shard",
+        type=_shard,
+        default=None,
+        metavar="I/N",
+        help="evaluate shard I of N (0 <= I < N; samples chosen by a hash of their id) "
+        "into --out; join the N run directories with himga merge",
+    )
+    scale.add_argument(
+        "--ray",
+        default=None,
+        metavar="ADDRESS",
+        help="run on the Ray cluster at ADDRESS ('auto': this machine's; needs himga[ray]); "
+        "--concurrency is then the LLM calls in flight over all workers",
+    )
+    scale.add_argument(
+        "--workers",
+        type=int,
+        default=None,
+        help="Ray actors, one agent each (default 2; needs --ray)",
+    )
+    scale.add_argument(
+        "--worker-resource",
+        action="append",
+        type=_resource,
+        default=[],
+        metavar="NAME=AMOUNT",
+        help="resources each Ray worker reserves, e.g. GPU=1 (repeatable; default CPU=1)",
+    )
     parser.set_defaults(handler=run)
+
+
+def _shard(text: str) -> Any:
+    from himga.eval._shard import Shard, ShardSpecError
+
+    try:
+        return Shard.parse(text)
+    except ShardSpecError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from exc
+
+
+def _resource(text: str) -> tuple[str, float]:
+    name, equals, amount = text.partition("=")
+    try:
+        value = float(amount)
+    except ValueError:
+        value = -1.0
+    if not equals or not name.strip() or not value >= 0:
+        raise argparse.ArgumentTypeError(f"expected NAME=AMOUNT with AMOUNT >= 0, got {text!r}")
+    return name.strip(), value
 
 
 def _positive_float(text: str) -> float:
@@ -159,7 +210,10 @@ def run(args: argparse.Namespace) -> int:
     if args.llm is None and args.judge:
         print("himga eval: --judge needs --llm", file=sys.stderr)
         return 2
-    for option in ("limit", "concurrency"):
+    if args.ray is None and (args.workers is not None or args.worker_resource):
+        print("himga eval: --workers and --worker-resource need --ray", file=sys.stderr)
+        return 2
+    for option in ("limit", "concurrency", "workers"):
         value = getattr(args, option)
         if value is not None and value < 1:
             print(f"himga eval: --{option} must be >= 1, got {value}", file=sys.stderr)
@@ -197,7 +251,8 @@ def _show_warning(
 
 def _evaluate(args: argparse.Namespace) -> int:
     from himga.data import load_dataset, resolve_dataset
-    from himga.eval import CheckpointMismatchError, run_identity
+    from himga.eval import AgentSpec, CheckpointMismatchError
+    from himga.eval._shard import coverage
     from himga.eval.judge import JUDGE_PROMPTS
     from himga.memory import (
         BaseMemory,
@@ -242,6 +297,9 @@ def _evaluate(args: argparse.Namespace) -> int:
     resolution = resolve_dataset(args.dataset, path=args.data_path)
     dataset_sha256 = _checksum(resolution.path)
     samples = load_dataset(args.dataset, path=resolution.path, limit=args.limit)
+    covered = coverage(samples)
+    if args.shard is not None:
+        samples = args.shard.select(samples)
     out: Path = args.out or Path("runs") / started_at.replace(":", "").replace("-", "")
     agent = BaseAgent(memory=memory, llm=llm)
     provenance = memory_provenance(
@@ -257,18 +315,11 @@ def _evaluate(args: argparse.Namespace) -> int:
             "temperature": temperature if isinstance(temperature, (int, float)) else None,
             "prompt_hashes": _hashes(JUDGE_PROMPTS),
         }
-    identity = dataclasses.replace(
-        run_identity(
-            agent,
-            memory_spec=args.memory,
-            memory_arguments=dict(resolved.arguments),
-            judge=judge_identity,
-            dataset=args.dataset,
-            dataset_sha256=dataset_sha256,
-        ),
-        memory_distribution=provenance.distribution,
-        memory_version=provenance.version,
-        memory_source_sha256=provenance.source_sha256,
+    spec = AgentSpec(
+        memory=args.memory, memory_arguments=resolved.arguments, llm=args.llm, model=args.model
+    )
+    identity = spec.run_identity(
+        agent, judge=judge_identity, dataset=args.dataset, dataset_sha256=dataset_sha256
     )
     checkpoint = out / "checkpoint.jsonl"
     _prepare_run_directory(args, out, checkpoint)
@@ -277,17 +328,30 @@ def _evaluate(args: argparse.Namespace) -> int:
     if resumed:
         print(f"resumed {resumed} of {len(keys)} results from the checkpoint")
     show = not args.no_progress
+    if args.shard is not None:
+        _write_json(out / "shard.json", {"shard": str(args.shard), "covers": covered})
     try:
-        results = run_eval(
-            samples,
-            agent=agent,
-            show_progress=show,
-            checkpoint=checkpoint,
-            max_concurrency=args.concurrency,
-            memory_timeout=args.memory_timeout,
-            memory_factory=create_memory,
-            identity=identity,
-        )
+        if args.ray is not None:
+            results = run_eval(
+                samples,
+                agent=spec,
+                executor=_ray_executor(args),
+                show_progress=show,
+                checkpoint=checkpoint,
+                memory_timeout=args.memory_timeout,
+                identity=identity,
+            )
+        else:
+            results = run_eval(
+                samples,
+                agent=agent,
+                show_progress=show,
+                checkpoint=checkpoint,
+                max_concurrency=args.concurrency,
+                memory_timeout=args.memory_timeout,
+                memory_factory=create_memory,
+                identity=identity,
+            )
     except CheckpointMismatchError as exc:
         raise RunDirectoryError(f"{exc}; rerun with --fresh to start over in {out}") from exc
     judge: JudgeScores | None = None
@@ -308,7 +372,7 @@ def _evaluate(args: argparse.Namespace) -> int:
     arguments = {
         name: value if value is None or isinstance(value, (int, float, bool)) else str(value)
         for name, value in sorted(vars(args).items())
-        if name not in ("handler", "command", "memory_arg")
+        if name not in ("handler", "command", "memory_arg", "worker_resource")
     }
     arguments["judge"] = judge is not None
     manifest = {
@@ -339,6 +403,9 @@ def _evaluate(args: argparse.Namespace) -> int:
         },
         "preflight": None if report is None else report.describe(),
         "run_identity": identity.fingerprint,
+        "shard": None
+        if args.shard is None
+        else {"index": args.shard.index, "count": args.shard.count, "file": "shard.json"},
         "resumed": resumed,
         "llm": _describe_llm(llm, args.concurrency),
         "prompt_hashes": {"answer": prompt_hashes()},
@@ -389,6 +456,21 @@ def _evaluate(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
     return EXIT_INCOMPLETE if counts["errors"] or counts["memory_errors"] else 0
+
+
+def _ray_executor(args: argparse.Namespace) -> Any:
+    from himga.eval import RayExecutor
+
+    if args.worker_resource:
+        return RayExecutor(
+            address=args.ray,
+            num_workers=args.workers or 2,
+            llm_concurrency_total=args.concurrency,
+            worker_resources=dict(args.worker_resource),
+        )
+    return RayExecutor(
+        address=args.ray, num_workers=args.workers or 2, llm_concurrency_total=args.concurrency
+    )
 
 
 def _print_preflight_failure(args: argparse.Namespace, report: PreflightReport) -> None:

@@ -23,6 +23,7 @@ from himga.eval._ranking import (
 from himga.eval._ray import RayExecutor, WorkerStartError
 from himga.eval._result import EvalResult, MemoryCallError
 from himga.eval._run import SEARCH_K, DuplicateQuestionError, arun_eval, run_eval, run_identity
+from himga.eval._shard import Shard, ShardSpecError
 from himga.eval._spec import AgentSpec, AgentSpecError
 from himga.eval.judge import JudgeScores, abatch_judge, batch_judge
 
@@ -40,6 +41,8 @@ __all__ = [
     "MemoryCallError",
     "RayExecutor",
     "RunIdentity",
+    "Shard",
+    "ShardSpecError",
     "WorkerStartError",
     "abatch_judge",
     "all_evidence_recall_at_k",

@@ -111,8 +111,9 @@ class RayExecutor:
     """Run an evaluation on a Ray cluster: ``run_eval(samples, agent=spec, executor=...)``.
 
     ``address`` is passed to :func:`ray.init` (``"auto"``: the cluster this
-    machine belongs to; ``None``: a new local one) unless Ray is already
-    initialised in this process, whose cluster is then used. ``num_workers``
+    machine belongs to; ``None``: a new local one), and Ray is shut down after
+    the run, unless Ray is already initialised in this process, whose cluster
+    is then used and left connected. ``num_workers``
     actors are started, each reserving ``worker_resources`` (``"CPU"``,
     ``"GPU"`` and custom resources; default one CPU), and each builds the agent
     from the :class:`~himga.eval.AgentSpec` once -- reading API keys from its
@@ -185,12 +186,30 @@ class RayExecutor:
         the judge and dataset it names are passed to the workers, whose
         identities must equal it.
         """
+        ray = _ray()
+        connected_here = not ray.is_initialized()
+        if connected_here:
+            ray.init(address=self.address, include_dashboard=False, log_to_driver=False)
+        try:
+            return self._evaluate(
+                ray, list(samples), spec, show_progress, checkpoint, memory_timeout, identity
+            )
+        finally:
+            if connected_here:
+                ray.shutdown()
+
+    def _evaluate(
+        self,
+        ray: Any,
+        samples: list[Sample],
+        spec: AgentSpec,
+        show_progress: bool,
+        checkpoint: str | os.PathLike[str] | None,
+        memory_timeout: float | None,
+        identity: RunIdentity | None,
+    ) -> list[EvalResult]:
         from himga.eval._run import DuplicateQuestionError, _check_resumed
 
-        ray = _ray()
-        if not ray.is_initialized():
-            ray.init(address=self.address, include_dashboard=False, log_to_driver=False)
-        samples = list(samples)
         order: list[tuple[str, str]] = []
         seen: set[tuple[str, str]] = set()
         for sample in samples:

@@ -1,0 +1,73 @@
+"""Shards: a deterministic 1/N of the samples, chosen by sample id alone."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from himga.data.schema import Sample
+
+__all__ = ["Shard", "ShardSpecError", "coverage"]
+
+_SHARD = re.compile(r"^\s*(\d+)\s*/\s*(\d+)\s*$")
+
+
+class ShardSpecError(ValueError):
+    """A shard is not ``I/N`` with ``0 <= I < N``."""
+
+
+@dataclass(frozen=True)
+class Shard:
+    """Shard ``index`` of ``count`` (0-based, as Slurm's ``$SLURM_ARRAY_TASK_ID`` from
+    ``--array=0-N-1`` and Kubernetes' ``$JOB_COMPLETION_INDEX``).
+
+    A sample belongs to the shard ``int(sha256(sample_id)[:8 bytes]) % count``:
+    stable for a given id whatever the order, the other samples or the other
+    shards, so N independent jobs cover every sample exactly once.
+    """
+
+    index: int
+    count: int
+
+    def __post_init__(self) -> None:
+        if self.count < 1 or not 0 <= self.index < self.count:
+            raise ShardSpecError(
+                f"shard {self.index}/{self.count}: need a count >= 1 and 0 <= index < count"
+            )
+
+    @classmethod
+    def parse(cls, text: str) -> Shard:
+        """``"I/N"`` (e.g. ``"0/4"``) as a :class:`Shard`; :class:`ShardSpecError` otherwise."""
+        match = _SHARD.match(text)
+        if match is None:
+            raise ShardSpecError(f"shard {text!r}: expected I/N, e.g. 0/4 (I counts from 0)")
+        return cls(int(match.group(1)), int(match.group(2)))
+
+    def __str__(self) -> str:
+        return f"{self.index}/{self.count}"
+
+    @staticmethod
+    def of(sample_id: str, count: int) -> int:
+        """The index of the shard of ``count`` that ``sample_id`` belongs to."""
+        digest = hashlib.sha256(sample_id.encode("utf-8")).digest()
+        return int.from_bytes(digest[:8], "big") % count
+
+    def contains(self, sample_id: str) -> bool:
+        """Whether sample ``sample_id`` belongs to this shard."""
+        return self.of(sample_id, self.count) == self.index
+
+    def select(self, samples: Iterable[Sample]) -> list[Sample]:
+        """The samples of this shard, in their given order."""
+        return [sample for sample in samples if self.contains(sample.sample_id)]
+
+
+def coverage(samples: Iterable[Sample]) -> list[dict[str, Any]]:
+    """What a run over ``samples`` covers: each sample id with its question ids, in order
+    (written by every shard, so a merge can tell a missing question without the dataset)."""
+    return [
+        {"sample_id": s.sample_id, "question_ids": [qa.question_id for qa in s.qa_pairs]}
+        for s in samples
+    ]

@@ -1,0 +1,260 @@
+"""The Ray executor on a loopback ``ray.cluster_utils.Cluster``: the local run's results, exactly.
+
+One cluster serves the whole module (Ray costs seconds to start). It is made to
+bind loopback only -- ``ray start`` and a default ``ray.init`` listen on the
+machine's network address -- and the first test checks every listening socket
+of its processes.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import ipaddress
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from himga._cli import main
+from himga._cli._merge import PER_RUN_FIELDS
+from himga._extras import MissingExtraError
+from himga.data import Sample, load_dataset
+from himga.eval import AgentSpec, RayExecutor, WorkerStartError, compute_metrics, run_eval
+from himga.eval._ray import _ray
+from himga.llm import ChatMessage
+from himga.testing.llm_server import FakeLLMServer
+
+TIMINGS = ("retrieval_latency_s", "latency_s")
+LOOPBACK = {"127.0.0.1", "::1", "::ffff:127.0.0.1"}
+
+
+def _responder(messages: list[ChatMessage]) -> str:
+    # Deterministic and context-dependent, so a wrong context changes the answer.
+    prompt = messages[-1]["content"]
+    return prompt.split("Question:")[-1].split()[0] if "Question:" in prompt else "no"
+
+
+@pytest.fixture(scope="module")
+def cluster() -> Iterator[Any]:
+    with pytest.MonkeyPatch.context() as patch, FakeLLMServer(responder=_responder) as server:
+        # Read when ray is imported and inherited by every Ray process: keep node
+        # addresses on loopback (Ray's own single-machine mode), and do not ship
+        # this checkout to the workers as a `uv run` environment.
+        patch.setenv("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
+        patch.setenv("RAY_ENABLE_UV_RUN_RUNTIME_ENV", "0")
+        # Workers read the provider settings and the key from their own environment.
+        patch.setenv("OPENAI_BASE_URL", server.openai_base_url)
+        patch.setenv("OPENAI_API_KEY", "test-key")
+        import ray
+        from ray.cluster_utils import Cluster
+
+        head = Cluster(
+            initialize_head=True,
+            head_node_args={"num_cpus": 2, "include_dashboard": False},
+        )
+        ray.init(address=head.address, log_to_driver=False)
+        try:
+            yield head
+        finally:
+            ray.shutdown()
+            head.shutdown()  # type: ignore[no-untyped-call]
+
+
+@pytest.fixture(scope="module")
+def samples(shared_datasets: Path) -> list[Sample]:
+    return load_dataset("locomo", path=shared_datasets / "locomo" / "locomo10.json", limit=2)
+
+
+def _lines(results: Any) -> list[str]:
+    return [json.dumps({k: v for k, v in r.to_dict().items() if k not in TIMINGS}) for r in results]
+
+
+def _checkpoint(path: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    header, *rest = (json.loads(line) for line in path.read_text("utf-8").splitlines())
+    return header, rest
+
+
+def _descendants() -> set[int]:
+    parents: dict[int, int] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text()
+            except OSError:
+                continue
+            parents[int(entry.name)] = int(stat.rpartition(")")[2].split()[1])
+    found: set[int] = set()
+    frontier = {os.getpid()}
+    while frontier:
+        frontier = {pid for pid, parent in parents.items() if parent in frontier} - found
+        found |= frontier
+    return found
+
+
+def _listening(pids: set[int]) -> list[str]:
+    """The local address of every listening TCP socket of ``pids`` (Linux /proc)."""
+    inodes = set()
+    for pid in pids:
+        try:
+            links = [os.readlink(f) for f in Path(f"/proc/{pid}/fd").iterdir()]
+        except OSError:
+            continue
+        inodes |= {link[8:-1] for link in links if link.startswith("socket:[")}
+    addresses = []
+    for table, width in (("/proc/net/tcp", 8), ("/proc/net/tcp6", 32)):
+        for row in Path(table).read_text().splitlines()[1:]:
+            fields = row.split()
+            if fields[3] != "0A" or fields[9] not in inodes:  # 0A: LISTEN
+                continue
+            raw = bytes.fromhex(fields[1].split(":")[0])
+            # /proc stores each 32-bit word little-endian.
+            words = b"".join(raw[i : i + 4][::-1] for i in range(0, len(raw), 4))
+            ip = ipaddress.ip_address(words[: width // 2])
+            addresses.append(str(ip.ipv4_mapped or ip) if ip.version == 6 else str(ip))
+    return addresses
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="reads /proc")
+def test_ray_matches_local_byte_for_byte_and_binds_loopback_only(
+    cluster: Any, samples: list[Sample], tmp_path: Path
+) -> None:
+    spec = AgentSpec(memory="bm25", llm="openai", model="fake-model")
+    local = run_eval(samples, agent=spec, show_progress=False, checkpoint=tmp_path / "local.jsonl")
+    executor = RayExecutor(num_workers=2, llm_concurrency_total=8)
+    remote = run_eval(
+        samples,
+        agent=spec,
+        executor=executor,
+        show_progress=False,
+        checkpoint=tmp_path / "ray.jsonl",
+    )
+    listening = _listening(_descendants() | {os.getpid()})  # the driver serves too
+    assert listening  # the cluster's servers were found
+    assert set(listening) <= {"127.0.0.1", "::1"}, listening
+
+    assert _lines(remote) == _lines(local)
+    assert all(r.prediction for r in remote)
+    assert compute_metrics(remote) == compute_metrics(local)
+    local_header, local_lines = _checkpoint(tmp_path / "local.jsonl")
+    ray_header, ray_lines = _checkpoint(tmp_path / "ray.jsonl")
+    assert ray_header == local_header
+    assert len(ray_lines) == len(local_lines)
+    assert {(r["sample_id"], r["question_id"]) for r in ray_lines} == {r.key for r in local}
+
+
+def test_an_actor_killed_mid_sample_loses_and_duplicates_nothing(
+    cluster: Any, samples: list[Sample], tmp_path: Path
+) -> None:
+    armed = tmp_path / "crashed"
+    spec = AgentSpec(
+        memory="tests.ray_memories:CrashingMemory", memory_arguments={"armed": str(armed)}
+    )
+    armed.touch()  # the local reference run must not crash
+    local = run_eval(samples, agent=spec, show_progress=False)
+    armed.unlink()
+    remote = run_eval(
+        samples,
+        agent=spec,
+        executor=RayExecutor(num_workers=2, max_restarts=2, max_task_retries=2),
+        show_progress=False,
+        checkpoint=tmp_path / "ray.jsonl",
+    )
+    assert armed.exists()  # a worker did die mid-sample
+    assert _lines(remote) == _lines(local)
+    _, lines = _checkpoint(tmp_path / "ray.jsonl")
+    keys = [(r["sample_id"], r["question_id"]) for r in lines]
+    assert len(keys) == len(set(keys)) == len(local)
+
+
+def test_a_sample_failing_after_the_retries_is_recorded_per_question_and_resumed(
+    cluster: Any, samples: list[Sample], tmp_path: Path
+) -> None:
+    armed = tmp_path / "crashed"
+    two = samples
+    dying = AgentSpec(
+        memory="tests.ray_memories:CrashingMemory",
+        memory_arguments={"armed": str(armed), "always": True},
+    )
+    results = run_eval(
+        two,
+        agent=dying,
+        executor=RayExecutor(num_workers=1, max_restarts=0, max_task_retries=0),
+        show_progress=False,
+        checkpoint=tmp_path / "ray.jsonl",
+    )
+    assert [r.key for r in results] == [
+        (s.sample_id, q.question_id) for s in two for q in s.qa_pairs
+    ]
+    assert all(r.error is not None and r.error.startswith("WorkerError: ") for r in results)
+    assert "after up to 0 restarts and 0 retries" in str(results[0].error)
+    # Errors are retried by a resumed run: with a memory that no longer dies, all succeed.
+    healthy = dataclasses.replace(dying, memory_arguments={"armed": str(armed), "crash_at": 10**9})
+    local = run_eval(two, agent=healthy, show_progress=False)
+    resumed = run_eval(
+        two,
+        agent=healthy,
+        executor=RayExecutor(num_workers=1),
+        show_progress=False,
+        checkpoint=tmp_path / "ray-healthy.jsonl",
+    )
+    assert _lines(resumed) == _lines(local)
+
+
+def test_a_worker_with_another_identity_is_refused_before_any_work(
+    cluster: Any, samples: list[Sample], tmp_path: Path
+) -> None:
+    spec = AgentSpec(memory="keyword")
+    identity = dataclasses.replace(spec.run_identity(), memory_repr="KeywordMemory(k=11)")
+    with pytest.raises(WorkerStartError, match=r"differs in memory_repr"):
+        run_eval(
+            samples[:1],
+            agent=spec,
+            executor=RayExecutor(num_workers=1),
+            identity=identity,
+            checkpoint=tmp_path / "never.jsonl",
+        )
+    assert not (tmp_path / "never.jsonl").exists()
+    with pytest.raises(WorkerStartError, match="could not build the agent"):
+        run_eval(
+            samples[:1],
+            agent=AgentSpec(memory="keyword", memory_arguments={"k": 0}),
+            executor=RayExecutor(num_workers=1),
+            show_progress=False,
+        )
+
+
+def test_himga_eval_ray_writes_the_local_run_directory(
+    cluster: Any, shared_datasets: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HIMGA_DATA_DIR", str(shared_datasets))
+    base = ["eval", "--memory", "keyword", "--limit", "2", "--no-preflight", "--no-progress"]
+    assert main([*base, "--out", str(tmp_path / "local")]) == 0
+    ray_args = ["--ray", cluster.address, "--workers", "2", "--worker-resource", "CPU=1"]
+    # A process of its own: himga connects to the cluster (ray.init) and disconnects.
+    command = [sys.executable, "-m", "himga", *base, *ray_args, "--out", str(tmp_path / "ray")]
+    subprocess.run(command, check=True, capture_output=True, timeout=120)
+    for name in ("results.jsonl",):
+        local = (tmp_path / "local" / name).read_text("utf-8").splitlines()
+        remote = (tmp_path / "ray" / name).read_text("utf-8").splitlines()
+        strip = [{k: v for k, v in json.loads(x).items() if k not in TIMINGS} for x in local]
+        assert [
+            {k: v for k, v in json.loads(x).items() if k not in TIMINGS} for x in remote
+        ] == strip
+    assert (tmp_path / "ray" / "metrics.json").read_bytes() == (
+        tmp_path / "local" / "metrics.json"
+    ).read_bytes()
+    manifests = [json.loads((tmp_path / d / "manifest.json").read_text()) for d in ("local", "ray")]
+    assert manifests[0]["run_identity"] == manifests[1]["run_identity"]
+    differing = {k for k in manifests[0] if manifests[0][k] != manifests[1][k]}
+    assert differing <= {f.split(".")[0] for f in PER_RUN_FIELDS}
+
+
+def test_without_ray_installed_the_error_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "ray", None)
+    with pytest.raises(MissingExtraError, match=r"himga\[ray\]"):
+        _ray()
