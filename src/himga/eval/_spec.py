@@ -132,7 +132,12 @@ class AgentSpec:
     def build(self) -> BaseAgent:
         """A new agent: the memory from its factory and arguments, the LLM client, the budget."""
         memory: BaseMemory = self.resolve_memory().create()
-        return BaseAgent(memory=memory, llm=self.build_llm(), max_tokens=self.max_tokens)
+        llm = self.build_llm()
+        # A memory that builds with an LLM (MAGMA) uses the agent's client, as in himga eval.
+        attach_llm = getattr(memory, "attach_llm", None)
+        if llm is not None and callable(attach_llm):
+            attach_llm(llm)
+        return BaseAgent(memory=memory, llm=llm, max_tokens=self.max_tokens)
 
     def run_identity(
         self,

@@ -25,12 +25,14 @@ from himga.memory._magma._retrieve import (
     rerank,
     traverse,
 )
-from himga.memory._magma._vectors import TextEmbedder, VectorSpace, numpy
+from himga.memory._magma._vectors import VectorSpace, numpy
 from himga.memory._protocol import Hit
 
 if TYPE_CHECKING:
     import numpy as np
     from numpy.typing import NDArray
+
+    from himga.embed import Embedder
 
 __all__ = ["MagmaMemory", "MagmaPaperMemory"]
 
@@ -57,8 +59,9 @@ class MagmaMemory:
     ingests builds the pending turns, their LLM requests issued concurrently, at
     most ``concurrency`` (default: the client's ``max_concurrency``) in flight.
     Malformed replies are corrected or degraded to the rules, and counted in
-    :attr:`build_stats`. ``embedder`` (e.g. a ``himga.embed`` embedder) replaces
-    the default TF-IDF vectors. Needs the ``magma`` extra (numpy).
+    :attr:`build_stats`. ``embedder`` (an :class:`~himga.embed.Embedder` or a spec
+    for :func:`~himga.embed.get_embedder`) replaces the default TF-IDF vectors.
+    Needs the ``magma`` extra (numpy).
     """
 
     #: The paper's slow path (causal links by LLM, beam-search retrieval) is off here.
@@ -72,7 +75,7 @@ class MagmaMemory:
         session_summaries: bool = True,
         concurrency: int | None = None,
         max_attempts: int = 3,
-        embedder: TextEmbedder | None = None,
+        embedder: Embedder | str | None = None,
     ) -> None:
         name = type(self).__name__
         if top_k < 1:
@@ -87,6 +90,10 @@ class MagmaMemory:
         self.concurrency = concurrency
         self.max_attempts = max_attempts
         self._np = numpy()
+        if isinstance(embedder, str):
+            from himga.embed import get_embedder
+
+            embedder = get_embedder(embedder)
         self._space = VectorSpace(embedder)
         self.reset()
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any
 
 from himga._extras import require
 from himga.memory._text import ENGLISH_STOPWORDS, words
@@ -22,18 +22,9 @@ if TYPE_CHECKING:
     import numpy as np
     from numpy.typing import NDArray
 
-__all__ = ["TextEmbedder", "VectorSpace"]
+    from himga.embed import Embedder
 
-
-class TextEmbedder(Protocol):
-    """What MAGMA needs of an embedder (``himga.embed.Embedder`` has it)."""
-
-    @property
-    def model_id(self) -> str: ...
-
-    def embed(
-        self, texts: Sequence[str], kind: Literal["query", "passage"] = "passage"
-    ) -> NDArray[np.float32]: ...
+__all__ = ["VectorSpace"]
 
 
 def numpy() -> Any:
@@ -48,7 +39,7 @@ def _terms(text: str) -> list[str]:
 class VectorSpace:
     """Row-normalised vectors of the node texts, and of queries in the same space."""
 
-    def __init__(self, embedder: TextEmbedder | None) -> None:
+    def __init__(self, embedder: Embedder | None) -> None:
         self._np = numpy()
         self.embedder = embedder
         self._embedded: list[NDArray[np.float32]] = []  # embedder rows of the texts so far
