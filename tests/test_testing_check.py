@@ -66,6 +66,17 @@ def test_determinism_is_demanded_only_when_declared(name: str) -> None:
     assert "deterministic=True" in caught.value.problem
 
 
+def test_a_random_memory_cannot_declare_determinism() -> None:
+    # Which id depends on what the randomness looks like (shared state, or a reset
+    # instance unlike a fresh one); that it fails does not, with a fixed seed.
+    with pytest.raises(ContractViolation) as caught:
+        check_memory(
+            LEGAL["RandomSampleMemory"], max_examples=EXAMPLES, derandomize=True, deterministic=True
+        )
+    assert caught.value.contract_id in {"reset-clears", "instance-isolation"}
+    assert "deterministic=True" in caught.value.problem
+
+
 @pytest.mark.parametrize(
     "name", ["ListMemory", "QueryHeaderMemory", "SearchableListMemory", "ProxyMemory"]
 )
