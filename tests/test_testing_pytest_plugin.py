@@ -47,10 +47,10 @@ def _pytest(tmp_path: Path, *args: str) -> tuple[int, dict[str, dict[str, str]],
     (tmp_path / "pytest.ini").write_text("[pytest]\n")
     (tmp_path / "conftest.py").write_text(CONFTEST)
     report = tmp_path / "report.xml"
+    isolated = ["--rootdir", str(tmp_path), "-c", str(tmp_path / "pytest.ini")]
+    options = ["-p", "no:cacheprovider", "--junitxml", str(report)]
     result = subprocess.run(
-        [sys.executable, "-m", "pytest", str(tmp_path), "--rootdir", str(tmp_path)]
-        + ["-c", str(tmp_path / "pytest.ini"), "-p", "no:cacheprovider"]
-        + ["--junitxml", str(report), *args],
+        [sys.executable, "-m", "pytest", str(tmp_path), *isolated, *options, *args],
         cwd=PROJECT_ROOT,  # tests.mutants is importable from here, as a plug-in's own package
         capture_output=True,
         text=True,
@@ -90,7 +90,7 @@ def test_each_broken_memory_fails_exactly_one_test_under_its_id(tmp_path: Path) 
 
 
 def test_one_root_cause_skips_the_tests_it_blocks(tmp_path: Path) -> None:
-    _, outcomes, output = _pytest(tmp_path, *_specs(["MissingReset"]))
+    _, outcomes, _ = _pytest(tmp_path, *_specs(["MissingReset"]))
     results = outcomes["tests.mutants:MissingReset"]
     assert results["protocol-shape"] == "protocol-shape"
     assert set(list(results.values())[1:]) == {"skipped"}, results
