@@ -516,7 +516,6 @@ class SharedCounter(ListMemory):
 BROKEN_IF_DETERMINISTIC: dict[str, tuple[Callable[[], Any], str]] = {
     "DedupSetSurvivesReset": (DedupSetSurvivesReset, "reset-clears"),
     "SharedCounter": (SharedCounter, "instance-isolation"),
-    "RandomSampleMemory": (RandomSampleMemory, "instance-isolation"),
 }
 
 

@@ -8,7 +8,13 @@ import pytest
 
 from himga.memory import NullMemory
 from himga.testing import CONTRACTS, ContractViolation, MemoryContract
-from tests.mutants import BROKEN, ListMemory, SimpleKeywordMemory
+from tests.mutants import (
+    BROKEN,
+    BROKEN_IF_DETERMINISTIC,
+    ListMemory,
+    SearchableListMemory,
+    SimpleKeywordMemory,
+)
 
 
 class TestNullMemoryContract(MemoryContract):
@@ -21,6 +27,11 @@ class TestListMemoryContract(MemoryContract):
 
 def _make_keyword_memory() -> SimpleKeywordMemory:
     return SimpleKeywordMemory()
+
+
+class TestSearchableContract(MemoryContract):
+    factory = SearchableListMemory
+    deterministic = True
 
 
 class TestFunctionFactoryContract(MemoryContract):
@@ -97,3 +108,29 @@ def test_missing_factory_is_a_clear_error() -> None:
 
     with pytest.raises(TypeError, match="must set factory"):
         NoFactory().test_protocol_shape()
+
+
+def test_one_root_cause_fails_one_test_and_skips_the_others() -> None:
+    class Proxy:  # a fresh factory, so no other test has reported on it
+        def __init__(self) -> None:
+            self._inner = BROKEN["MissingReset"][0]()
+
+        def __getattr__(self, name: str) -> Any:
+            return getattr(self._inner, name)
+
+    suite: type[Any] = type("TestProxy", (MemoryContract,), {"factory": Proxy})
+    with pytest.raises(ContractViolation, match="reset: missing"):
+        suite().test_protocol_shape()
+    with pytest.raises(pytest.skip.Exception, match="protocol-shape fails first"):
+        suite().test_reset_clears()
+
+
+def test_the_deterministic_flag_is_honoured() -> None:
+    suite: type[Any] = type(
+        "TestShared",
+        (MemoryContract,),
+        {"factory": BROKEN_IF_DETERMINISTIC["SharedCounter"][0], "deterministic": True},
+    )
+    with pytest.raises(ContractViolation) as caught:
+        suite().test_instance_isolation()
+    assert "deterministic=True" in caught.value.problem

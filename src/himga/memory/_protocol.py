@@ -26,7 +26,7 @@ class BaseMemory(Protocol):
     The behavioural contract is checked by :func:`himga.testing.check_memory`
     under stable ids: ``protocol-shape``, ``retrieve-returns-str``,
     ``retrieve-empty-query``, ``reset-clears``, ``reuse-after-reset``,
-    ``instance-isolation``.
+    ``instance-isolation`` and, for :class:`SearchableMemory`, ``search-returns-hits``.
     """
 
     def ingest(self, message: Message, session: Session, /) -> None:
