@@ -359,10 +359,12 @@ def test_registered_under_magma_and_magma_paper() -> None:
 
 
 class TestMagmaContract(MemoryContract):
+    deterministic = True
     factory = MagmaMemory
 
 
 class TestMagmaPaperContract(MemoryContract):
+    deterministic = True
     factory = MagmaPaperMemory
 
 

@@ -9,14 +9,17 @@ from himga.testing import MemoryContract, check_memory
 
 
 class TestFullContextMemoryContract(MemoryContract):
+    deterministic = True
     factory = FullContextMemory
 
 
 class TestKeywordMemoryContract(MemoryContract):
+    deterministic = True
     factory = KeywordMemory
 
 
 class TestBM25MemoryContract(MemoryContract):
+    deterministic = True
     factory = BM25Memory
 
 

@@ -20,10 +20,12 @@ SESSION = Session("s1", [], "1:56 pm on 8 May, 2023")
 
 
 class TestDenseMemoryContract(MemoryContract):
+    deterministic = True
     factory = functools.partial(DenseMemory, embedder=HASH)
 
 
 class TestHybridMemoryContract(MemoryContract):
+    deterministic = True
     factory = functools.partial(HybridMemory, embedder=HASH)
 
 

@@ -20,6 +20,7 @@ from himga.testing import MemoryContract, check_memory
 
 
 class TestHiMGAMemoryContract(MemoryContract):
+    deterministic = True
     factory = HiMGAMemory
 
 
@@ -294,6 +295,7 @@ def test_an_embedder_adds_a_dense_level_and_semantic_edges() -> None:
 
 
 class TestHiMGAMemoryWithEmbedderContract(MemoryContract):
+    deterministic = True
     @staticmethod
     def factory() -> HiMGAMemory:
         from himga.embed import HashEmbedder
