@@ -6,8 +6,10 @@ import dataclasses
 import re
 import shutil
 import tempfile
+import warnings
 import zipfile
 from collections import Counter
+from collections.abc import Generator
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +25,7 @@ from himga.data import (
     load_dataset,
 )
 from himga.data._evidence import normalise_evidence
+from himga.data._load import _summarised
 from tests.data_fixtures import locomo_samples, write_json
 
 
@@ -50,6 +53,24 @@ def test_real_counts(real: list[Sample]) -> None:
     assert all(s.dataset == "locomo" and len(s.speakers) == 2 for s in real)
     assert all(session.date is not None for s in real for session in s.sessions)
     assert len({qa.question_id for qa in questions}) == 1986
+
+
+class _ForeignWarning(UserWarning):
+    """Not one of the loader's warnings."""
+
+
+def test_a_foreign_warning_while_loading_is_passed_on_once() -> None:
+    # Re-issuing it inside the recording context appended it to the list being
+    # read, without end: the loader filled the machine's memory.
+    sample: Any = object()  # the loader passes samples through untouched
+
+    def loader() -> Generator[Any, None, None]:
+        warnings.warn("not the loader's", _ForeignWarning, stacklevel=1)
+        yield sample
+
+    with pytest.warns(_ForeignWarning) as record:
+        assert list(_summarised(loader(), "locomo", Path("x.json"))) == [sample]
+    assert [str(w.message) for w in record] == ["not the loader's"]
 
 
 def test_real_warnings_are_one_summary_naming_file_sample_and_question(

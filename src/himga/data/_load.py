@@ -106,14 +106,18 @@ def _summarised(
     try:
         with closing(samples):
             while True:
-                with warnings.catch_warnings(record=True) as caught:
-                    warnings.simplefilter("always")
-                    try:
+                caught: list[warnings.WarningMessage] = []
+                try:
+                    with warnings.catch_warnings(record=True) as caught:
+                        warnings.simplefilter("always")
                         sample = next(samples)
-                    except StopIteration:
-                        return
-                    finally:
-                        _sort(caught, found)
+                except StopIteration:
+                    return
+                finally:
+                    # Outside the recording context: a warning that is not the loader's
+                    # is re-issued to the caller's filters, not appended to `caught`
+                    # while it is being read (which looped, filling memory).
+                    _sort(caught, found)
                 yield sample
     finally:
         level = _caller_stacklevel()
