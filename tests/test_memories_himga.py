@@ -296,6 +296,7 @@ def test_an_embedder_adds_a_dense_level_and_semantic_edges() -> None:
 
 class TestHiMGAMemoryWithEmbedderContract(MemoryContract):
     deterministic = True
+
     @staticmethod
     def factory() -> HiMGAMemory:
         from himga.embed import HashEmbedder
