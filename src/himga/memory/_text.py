@@ -7,7 +7,7 @@ import unicodedata
 
 from himga.data.schema import Message, Session
 
-__all__ = ["ENGLISH_STOPWORDS", "format_line", "words"]
+__all__ = ["ENGLISH_MONTHS", "ENGLISH_STOPWORDS", "format_line", "words"]
 
 # Unicode-aware: letters and digits of any script; punctuation, symbols and emoji split words.
 _WORD = re.compile(r"[^\W_]+")
@@ -26,6 +26,12 @@ _STOPWORDS = """
     wouldn y you your yours yourself yourselves
 """
 ENGLISH_STOPWORDS: frozenset[str] = frozenset(_STOPWORDS.split())
+
+#: The month names, lower case, January first (the date cues of HiMGA and MAGMA).
+ENGLISH_MONTHS: tuple[str, ...] = (
+    *("january", "february", "march", "april", "may", "june"),
+    *("july", "august", "september", "october", "november", "december"),
+)
 
 
 def words(text: str) -> list[str]:

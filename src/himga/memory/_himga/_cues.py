@@ -6,15 +6,13 @@ import re
 from collections.abc import Sequence
 from datetime import datetime, timedelta
 
+from himga.memory._text import ENGLISH_MONTHS
+
 __all__ = ["date_cue"]
 
-_MONTHS = (
-    *("january", "february", "march", "april", "may", "june"),
-    *("july", "august", "september", "october", "november", "december"),
-)
 # Case-sensitive: "May" names a month, "may" is a verb. Abbreviations need a capital too.
 _MONTH = re.compile(
-    r"\b(" + "|".join(m.capitalize() + "|" + m[:3].capitalize() for m in _MONTHS) + r")\b\.?"
+    r"\b(" + "|".join(m.capitalize() + "|" + m[:3].capitalize() for m in ENGLISH_MONTHS) + r")\b\.?"
     r"(?:\s+\d{1,2}(?:st|nd|rd|th)?,?)?(?:\s+((?:19|20)\d{2}))?"
 )
 _YEAR = re.compile(r"\b((?:19|20)\d{2})\b")
@@ -44,7 +42,9 @@ def date_cue(query: str, dates: Sequence[datetime | None]) -> list[float] | None
     dated = [date for date in dates if date is not None]
     covered: list[tuple[int, int]] = []
     for match in _MONTH.finditer(query):
-        month = _MONTHS.index(next(m for m in _MONTHS if m.startswith(match[1].lower()[:3])))
+        month = ENGLISH_MONTHS.index(
+            next(m for m in ENGLISH_MONTHS if m.startswith(match[1].lower()[:3]))
+        )
         month += 1
         covered.append(match.span())
         years = [int(match[2])] if match[2] else sorted({date.year for date in dated})

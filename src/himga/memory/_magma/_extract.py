@@ -15,7 +15,7 @@ from datetime import datetime
 from typing import Any, Literal
 
 from himga.memory._magma._dates import ResolvedDate, resolve_dates, resolve_phrase
-from himga.memory._text import ENGLISH_STOPWORDS, words
+from himga.memory._text import ENGLISH_MONTHS, ENGLISH_STOPWORDS, words
 
 __all__ = [
     "Event",
@@ -111,25 +111,8 @@ _NOT_NAMES = frozenset(
 )
 _MONTH_AND_DAY_NAMES = frozenset(
     [
-        "january",
-        "february",
-        "march",
-        "april",
-        "may",
-        "june",
-        "july",
-        "august",
-        "september",
-        "october",
-        "november",
-        "december",
-        "monday",
-        "tuesday",
-        "wednesday",
-        "thursday",
-        "friday",
-        "saturday",
-        "sunday",
+        *ENGLISH_MONTHS,
+        *("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"),
     ]
 )
 _CAPITALISED_RUN = re.compile(r"\b[A-Z][\w'’-]*(?:\s+(?:of\s+|the\s+|de\s+)?[A-Z][\w'’-]*)*")

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 from himga.memory._magma._graph import EdgeKind, Graph, Node
-from himga.memory._text import ENGLISH_STOPWORDS, words
+from himga.memory._text import ENGLISH_MONTHS, ENGLISH_STOPWORDS, words
 
 if TYPE_CHECKING:
     import numpy as np
@@ -402,20 +402,6 @@ def traverse(
     return kept
 
 
-_MONTH_NAMES = [
-    "january",
-    "february",
-    "march",
-    "april",
-    "may",
-    "june",
-    "july",
-    "august",
-    "september",
-    "october",
-    "november",
-    "december",
-]
 _DURATION = re.compile(
     r"\b(\d+|one|two|three|four|five|six|seven|eight|nine|ten|several|few|many|couple)\s*"
     r"(year|month|week|day|hour)s?\b|\bsince\s+\w+\s+\d{4}\b",
@@ -450,7 +436,7 @@ def rerank(
         if len(named) >= top_k // 2:
             pool = named
     q = question.casefold()
-    months_asked = [m for m in _MONTH_NAMES if m in q]
+    months_asked = [m for m in ENGLISH_MONTHS if m in q]
     years_asked = _YEAR.findall(question)
     w = params.weights
     scored = []
@@ -474,7 +460,7 @@ def rerank(
                 temporal += 5.0
                 if any(y in text for y in years_asked):
                     temporal += w.get("date_exact", 10.0)
-            elif any(m in text for m in _MONTH_NAMES):
+            elif any(m in text for m in ENGLISH_MONTHS):
                 temporal += 2.5
             if _YEAR.search(text):
                 temporal += 3.0
