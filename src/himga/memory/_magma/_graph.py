@@ -24,7 +24,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Literal, get_args
 
 from himga.memory._magma._extract import Event
 
@@ -46,18 +46,8 @@ EdgeKind = Literal[
     "belongs_to_session",
     "causal",
 ]
-EDGE_KINDS: tuple[EdgeKind, ...] = (
-    "precedes",
-    "succeeds",
-    "context",
-    "similar",
-    "response_to",
-    "answered_by",
-    "same_entity",
-    "temporally_close",
-    "belongs_to_session",
-    "causal",
-)
+# Derived, so the Literal and the tuple cannot drift apart.
+EDGE_KINDS: tuple[EdgeKind, ...] = get_args(EdgeKind)
 
 CONTEXT_WINDOW = 3
 SIMILAR_TOP = 3
