@@ -208,19 +208,13 @@ class RayExecutor:
         memory_timeout: float | None,
         identity: RunIdentity | None,
     ) -> list[EvalResult]:
-        from himga.eval._run import DuplicateQuestionError, _check_resumed
+        from himga.eval._run import _check_resumed, _enqueue
 
         order: list[tuple[str, str]] = []
         seen: set[tuple[str, str]] = set()
         for sample in samples:
             for qa in sample.qa_pairs:
-                key = (sample.sample_id, qa.question_id)
-                if key in seen:
-                    raise DuplicateQuestionError(
-                        f"sample {sample.sample_id!r}: question id {qa.question_id!r} repeats"
-                    )
-                seen.add(key)
-                order.append(key)
+                _enqueue(order, seen, sample, qa)
         context = {}
         if identity is not None:
             context = {

@@ -206,6 +206,20 @@ def _prepare(
     return prepared
 
 
+def _enqueue(
+    order: list[tuple[str, str]], seen: set[tuple[str, str]], sample: Sample, qa: QAPair
+) -> tuple[str, str]:
+    """Append the key of ``qa`` to ``order``; :class:`DuplicateQuestionError` if seen before."""
+    key = (sample.sample_id, qa.question_id)
+    if key in seen:
+        raise DuplicateQuestionError(
+            f"sample {sample.sample_id!r}: question id {qa.question_id!r} repeats"
+        )
+    seen.add(key)
+    order.append(key)
+    return key
+
+
 def _check_resumed(store: Checkpoint | None, stored: EvalResult, qa: QAPair) -> None:
     """Refuse a recorded result whose question is not ``qa`` as now loaded."""
     recorded = (stored.question, stored.answer, stored.category, stored.evidence_turns)
@@ -325,13 +339,7 @@ async def arun_eval(
         for sample in samples:
             pending = []
             for qa in sample.qa_pairs:
-                key = (sample.sample_id, qa.question_id)
-                if key in seen:
-                    raise DuplicateQuestionError(
-                        f"sample {sample.sample_id!r}: question id {qa.question_id!r} repeats"
-                    )
-                seen.add(key)
-                order.append(key)
+                key = _enqueue(order, seen, sample, qa)
                 if key in finished:
                     _check_resumed(store, finished[key], qa)
                     progress.update(1)
