@@ -72,7 +72,9 @@ GRID: dict[str, Sequence[float | int]] = {
     "membership": (0.0, 0.05, 0.1, 0.2),
     "qa": (0.0, 0.1, 0.3, 0.6),
     "entity": (0.0, 0.05, 0.1, 0.2, 0.4),
+    "verbosity": (0.0, 0.5, 1.0, 2.0),
     "date": (0.0, 0.5, 1.0, 2.0),
+    "speaker": (0.0, 0.2, 0.4, 0.8),
     "seeds": (5, 10, 20, 40),
 }
 ROUNDS = 2
@@ -86,6 +88,7 @@ class Conversation:
     index: Index
     levels: NDArray[np.float64]  # (levels, questions, turns)
     cue: NDArray[np.float64]  # (questions, turns)
+    named: NDArray[np.float64]  # (questions, turns)
     evidence: list[list[int]]  # per question, its evidence turns' positions (repeats kept)
 
 
@@ -100,13 +103,16 @@ def prepare(sample: Sample) -> Conversation:
     levels = np.stack([index.levels(memory.analyse(qa.question)) for qa in questions], axis=1)
     cues = [index.date_cue(qa.question) for qa in questions]
     cue = np.stack([np.zeros(index.size) if c is None else c for c in cues])
+    speakers = [index.named_speakers(qa.question) for qa in questions]
+    named = np.stack([np.zeros(index.size) if n is None else n for n in speakers])
     evidence = [[position[turn] for turn in qa.evidence_turns] for qa in questions]
-    return Conversation(sample, index, levels, cue, evidence)
+    return Conversation(sample, index, levels, cue, named, evidence)
 
 
 def recalls(conversation: Conversation, weights: HiMGAWeights) -> NDArray[np.float64]:
     """(questions, len(KS)) evidence recall@k, ranking as HiMGAMemory.search does."""
-    scores = final_scores(conversation.index, conversation.levels, conversation.cue, weights)
+    c = conversation
+    scores = final_scores(c.index, c.levels, c.cue, c.named, weights)
     order = np.argsort(-scores, axis=1, kind="stable")  # ties: earlier turn first
     rank = np.empty_like(order)
     np.put_along_axis(rank, order, np.arange(scores.shape[1])[None, :], axis=1)

@@ -51,6 +51,10 @@ def ids(memory: HiMGAMemory, query: str, k: int = 50) -> list[str | None]:
     return [hit.turn_id for hit in memory.search(query, k)]
 
 
+def scores(memory: HiMGAMemory, query: str) -> dict[str | None, float]:
+    return {hit.turn_id: hit.score for hit in memory.search(query, 1000)}
+
+
 # -- the graphs of a hand-worked 6-turn conversation --------------------------------------
 
 SIX = [
@@ -156,6 +160,63 @@ def test_an_answer_is_lifted_by_its_question() -> None:
     assert paired.index("D1:3") < paired.index("D1:1")
     # Without the pairing, the shorter window of the greeting wins.
     assert ids(memory_of([session], HiMGAWeights(qa=0)), query) == ["D1:2", "D1:1", "D1:3"]
+
+
+def test_a_verbose_speaker_leans_less_on_its_context() -> None:
+    advice = " ".join(
+        ["Congratulations! Here are a few tips for the first weeks: keep a routine, be patient,"]
+        + ["find a good vet nearby, buy sturdy toys, and give plenty of exercise and rest."] * 3
+    )
+    sessions = [
+        Session(
+            "s1",
+            [
+                Message("user", "I adopted a beagle puppy last week!", "U1"),
+                Message("assistant", advice, "A1"),
+                Message("user", "Any tips on treats?", "U2"),
+                Message("assistant", advice, "A2"),
+            ],
+        ),
+        Session(
+            "s2",
+            [
+                Message("user", "My sister also owns an old beagle, Rex.", "U3"),
+                Message("assistant", advice, "A3"),
+            ],
+        ),
+    ]
+    terse = memory_of(sessions)
+    user, assistant = terse.index().terseness[:2]
+    assert user == 1.0
+    assert 0 < assistant < 0.7  # the median turn's length over the assistant's
+    # The long replies next to the matches borrow less of them than the user's short turn.
+    assert ids(terse, "beagle")[:3] == ["U3", "U1", "U2"]
+    unweighted = memory_of(sessions, HiMGAWeights(verbosity=0))
+    assert ids(unweighted, "beagle")[:4] == ["U3", "U1", "A3", "A1"]
+    # Between equals, every speaker's terseness is 1: verbosity changes nothing.
+    assert (memory_of(SIX).index().terseness == 1).all()
+
+
+def test_a_named_speakers_turns_count_more() -> None:
+    sessions = [
+        Session(
+            "s1",
+            [
+                *filler(1, 8),
+                Message("Ann", "The lake!", "A"),
+                Message("Bo", "I painted a lake once, near the old mill.", "B"),
+            ],
+        )
+    ]
+    plain = scores(memory_of(sessions, HiMGAWeights(speaker=0)), "Bo's lake?")
+    named = scores(memory_of(sessions, HiMGAWeights(speaker=0.5)), "Bo's lake?")
+    for turn_id, score in plain.items():
+        factor = 1.5 if turn_id in {"B", "F1:0", "F1:2", "F1:4", "F1:6"} else 1.0
+        assert named[turn_id] == pytest.approx(factor * score)
+    index = memory_of(sessions).index()
+    assert index.named_speakers("What did ann and bo paint?") is None  # both: no preference
+    assert index.named_speakers("What did Cleo paint?") is None
+    assert index.named_speakers("Annual lake?") is None  # whole words only
 
 
 def test_retrieve_groups_the_best_turns_by_session_under_their_dates() -> None:

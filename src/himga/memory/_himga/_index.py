@@ -19,6 +19,7 @@ from numpy.typing import NDArray
 from himga.memory._himga._cues import date_cue
 from himga.memory._himga._entities import entity_mentions
 from himga.memory._himga._weights import HiMGAWeights
+from himga.memory._text import words
 
 __all__ = ["EDGE_TYPES", "LEVELS", "Index", "Turns", "base_scores", "final_scores", "seeds"]
 
@@ -95,6 +96,11 @@ class Index:
     ``entity`` (turns of different sessions sharing an entity, weighted by the
     sum of the shared entities' idf) and ``semantic`` (each turn's nearest
     neighbours by embedding cosine, when ``embeddings`` are given).
+
+    ``terseness`` (per turn, in (0, 1]) is the conversation's median turn length
+    over its speaker's, capped at 1: 1 for every speaker of a conversation
+    between equals, small for the verbose side of a lopsided one (an assistant's
+    long replies), whose turns stand on their own rather than lean on context.
     """
 
     def __init__(
@@ -123,6 +129,9 @@ class Index:
             (np.ones(len(rows)), (rows, cols)), shape=(size, terms), dtype=np.float64
         )
         counts.sum_duplicates()
+        self.terseness = self._terseness(turns.roles, np.asarray(counts.sum(axis=1)).ravel())
+        self._speakers = {role: frozenset(words(role)) for role in set(turns.roles)}
+        self._roles = list(turns.roles)
         positions: list[list[int]] = [[] for _ in turns.session_dates]
         for turn, session in enumerate(turns.sessions):
             positions[session].append(turn)
@@ -152,6 +161,20 @@ class Index:
         self._spread = {name: _symmetric_normalised(g) for name, g in self.graphs.items()}
         # qa is directed: the question's activation goes to its answer only.
         self._spread["qa"] = sp.csr_array(self.graphs["qa"])
+
+    @staticmethod
+    def _terseness(roles: Sequence[str], lengths: NDArray[np.float64]) -> NDArray[np.float64]:
+        terseness = np.ones(len(roles))
+        if not len(roles):
+            return terseness
+        overall = float(np.median(lengths))
+        speakers = np.asarray(roles, dtype=object)
+        for role in set(roles):
+            mine = speakers == role
+            typical = float(np.median(lengths[mine]))
+            if typical > overall:
+                terseness[mine] = overall / typical
+        return terseness
 
     def _question_answer(self, turns: Turns) -> Any:
         rows, cols = [], []
@@ -241,6 +264,18 @@ class Index:
         """(edge types x ...) the activation each edge type spreads from ``seeds`` (... x turns)."""
         return np.stack([(self._spread[name] @ seeds.T).T for name in EDGE_TYPES])
 
+    def named_speakers(self, query: str) -> NDArray[np.float64] | None:
+        """Per turn, 1 if its speaker is named in the query, else 0; None: none or all named.
+
+        A speaker is named when every word of its role is a word of the query
+        (case-folded): "What did Caroline paint?" names ``Caroline``.
+        """
+        said = set(words(query))
+        named = {role for role, name in self._speakers.items() if name and name <= said}
+        if not named or len(named) == len(self._speakers):
+            return None
+        return np.fromiter((role in named for role in self._roles), np.float64, self.size)
+
     def date_cue(self, query: str) -> NDArray[np.float64] | None:
         """Per turn, how well its session's date fits the query's date cues; None: no cue."""
         cue = date_cue(query, self.session_dates)
@@ -248,18 +283,25 @@ class Index:
 
 
 def base_scores(
-    levels: NDArray[np.float64], weights: HiMGAWeights, dense: NDArray[np.float64] | None = None
+    index: Index,
+    levels: NDArray[np.float64],
+    weights: HiMGAWeights,
+    dense: NDArray[np.float64] | None = None,
 ) -> NDArray[np.float64]:
     """(queries x turns) fused level scores, each row divided by its maximum.
 
     ``levels`` is (levels x queries x turns), ``dense`` (queries x turns) cosines.
+    The context levels (windows, session) count ``terseness ** verbosity`` times.
     """
-    level_weights = np.array([weights.turn, weights.window1, weights.window2, weights.session])
-    base = np.tensordot(level_weights, levels, axes=1)
+    context = np.tensordot(
+        np.array([weights.window1, weights.window2, weights.session]), levels[1:], axes=1
+    )
+    base = weights.turn * levels[0] + context * index.terseness**weights.verbosity
     if dense is not None:
         base = base + weights.dense * np.maximum(dense, 0.0)
     top = base.max(axis=1, keepdims=True)
-    return base / np.where(top > 0, top, 1.0)
+    normalised: NDArray[np.float64] = base / np.where(top > 0, top, 1.0)
+    return normalised
 
 
 def seeds(base: NDArray[np.float64], count: int) -> NDArray[np.float64]:
@@ -276,12 +318,19 @@ def final_scores(
     index: Index,
     levels: NDArray[np.float64],
     cue: NDArray[np.float64],
+    named: NDArray[np.float64],
     weights: HiMGAWeights,
     dense: NDArray[np.float64] | None = None,
 ) -> NDArray[np.float64]:
-    """(queries x turns) HiMGA scores; ``cue`` (queries x turns) is 0 where no date cue."""
-    base = base_scores(levels, weights, dense)
+    """(queries x turns) HiMGA scores.
+
+    ``cue`` (queries x turns) is 0 where no date cue, ``named`` 1 where the query
+    names the turn's speaker (:meth:`Index.named_speakers`), else 0. What a turn
+    receives along the edges counts ``terseness ** verbosity`` times, as its context.
+    """
+    base = base_scores(index, levels, weights, dense)
     spread = index.propagate(seeds(base, weights.seeds))
     edge_weights = np.array([getattr(weights, name) for name in EDGE_TYPES])
-    final: NDArray[np.float64] = base + np.tensordot(edge_weights, spread, axes=1)
-    return final * (1.0 + weights.date * cue)
+    received = np.tensordot(edge_weights, spread, axes=1) * index.terseness**weights.verbosity
+    final: NDArray[np.float64] = (base + received) * (1.0 + weights.date * cue)
+    return final * (1.0 + weights.speaker * named)

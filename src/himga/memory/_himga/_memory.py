@@ -191,7 +191,10 @@ class HiMGAMemory:
             return []
         cue = index.date_cue(query)
         cue = np.zeros((1, index.size)) if cue is None else cue[None, :]
-        scores = self._index_module.final_scores(index, levels, cue, self.weights, dense)[0]
+        named = index.named_speakers(query)
+        named = np.zeros((1, index.size)) if named is None else named[None, :]
+        scores = self._index_module.final_scores(index, levels, cue, named, self.weights, dense)
+        scores = scores[0]
         candidates = scores.nonzero()[0]
         best = scores[candidates]
         if k < len(candidates):

@@ -19,23 +19,30 @@ class HiMGAWeights:
     its embedding cosine when an embedder is configured. The ``seeds`` best
     turns then spread their base score one hop along each edge type, scaled by
     that type's weight (``temporal``, ``membership``, ``qa``, ``entity``,
-    ``semantic``). When the query names a date, a turn's score is multiplied by
-    ``1 + date * fit``, ``fit`` in [0, 1] saying how well its session's date
-    matches. Every weight is a finite number >= 0; ``seeds`` >= 1.
+    ``semantic``). What a turn gets from its context levels and along the edges
+    counts ``terseness ** verbosity`` times, terseness (in (0, 1]) being the
+    conversation's median turn length over its speaker's, capped at 1: the
+    verbose side of a lopsided conversation leans less on its neighbours. When
+    the query names a date, a turn's score is multiplied by ``1 + date * fit``,
+    ``fit`` in [0, 1] saying how well its session's date matches; when it names
+    some of the speakers (not all), their turns' by ``1 + speaker``. Every
+    weight is a finite number >= 0; ``seeds`` >= 1.
     """
 
-    turn: float = 2.0
+    turn: float = 1.0
     window1: float = 1.0
     window2: float = 1.0
     session: float = 0.6
     dense: float = 0.5
     temporal: float = 0.0
-    membership: float = 0.0
+    membership: float = 0.1
     qa: float = 0.1
-    entity: float = 0.2
+    entity: float = 0.4
     semantic: float = 0.2
+    verbosity: float = 1.0
     date: float = 1.0
-    seeds: int = 5
+    speaker: float = 0.4
+    seeds: int = 40
 
     def __post_init__(self) -> None:
         for field in dataclasses.fields(self):
