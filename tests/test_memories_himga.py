@@ -189,12 +189,17 @@ def test_a_verbose_speaker_leans_less_on_its_context() -> None:
     user, assistant = terse.index().terseness[:2]
     assert user == 1.0
     assert 0 < assistant < 0.7  # the median turn's length over the assistant's
-    # The long replies next to the matches borrow less of them than the user's short turn.
-    assert ids(terse, "beagle")[:3] == ["U3", "U1", "U2"]
-    unweighted = memory_of(sessions, HiMGAWeights(verbosity=0))
-    assert ids(unweighted, "beagle")[:4] == ["U3", "U1", "A3", "A1"]
+    # The long reply next to a match borrows less of it than the user's short turn.
+    ranking = ids(terse, "beagle")
+    assert ranking[:2] == ["U3", "U1"]
+    assert ranking.index("U2") < ranking.index("A1")
+    unweighted = ids(memory_of(sessions, HiMGAWeights(verbosity=0)), "beagle")
+    assert unweighted[:4] == ["U3", "U1", "A3", "A1"]
     # Between equals, every speaker's terseness is 1: verbosity changes nothing.
     assert (memory_of(SIX).index().terseness == 1).all()
+    # Speakers are told apart exactly (numpy's str scalars would merge "Ann\0" into "Ann").
+    nul = [Session("s", [Message("Ann\0", "Porto tiles sardines chess"), Message("Ann", "Porto")])]
+    assert memory_of(nul).index().terseness.tolist() == [pytest.approx(3.5 / 5), 1.0]
 
 
 def test_a_named_speakers_turns_count_more() -> None:

@@ -168,12 +168,14 @@ class Index:
         if not len(roles):
             return terseness
         overall = float(np.median(lengths))
-        speakers = np.asarray(roles, dtype=object)
-        for role in set(roles):
-            mine = speakers == role
-            typical = float(np.median(lengths[mine]))
+        # Grouped in Python: numpy's str scalars drop trailing NULs, so "a\0" == "a" there.
+        turns_of: dict[str, list[int]] = {}
+        for turn, role in enumerate(roles):
+            turns_of.setdefault(role, []).append(turn)
+        for turns in turns_of.values():
+            typical = float(np.median(lengths[turns]))
             if typical > overall:
-                terseness[mine] = overall / typical
+                terseness[turns] = overall / typical
         return terseness
 
     def _question_answer(self, turns: Turns) -> Any:

@@ -34,15 +34,15 @@ class HiMGAWeights:
     window2: float = 1.0
     session: float = 0.6
     dense: float = 0.5
-    temporal: float = 0.0
-    membership: float = 0.1
-    qa: float = 0.1
+    temporal: float = 0.2
+    membership: float = 0.05
+    qa: float = 0.3
     entity: float = 0.4
     semantic: float = 0.2
     verbosity: float = 1.0
     date: float = 1.0
     speaker: float = 0.4
-    seeds: int = 40
+    seeds: int = 10
 
     def __post_init__(self) -> None:
         for field in dataclasses.fields(self):
