@@ -84,8 +84,8 @@ GRID: dict[str, Sequence[float | int]] = {
     "seeds": (5, 10, 20, 40),
 }
 DENSE_GRID: dict[str, Sequence[float | int]] = {
-    "dense": (0.0, 0.25, 0.5, 1.0, 2.0),
-    "semantic": (0.0, 0.1, 0.2, 0.4),
+    "dense": (0.0, 0.25, 0.5, 1.0, 2.0, 4.0),
+    "semantic": (0.0, 0.2, 0.4, 0.8, 1.6),
 }
 ROUNDS = 2
 # Where every search starts (fixed, so that a run gives the same weights whatever the
