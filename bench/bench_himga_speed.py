@@ -8,7 +8,10 @@ the first query after the ingests (it builds the index), ingest throughput
 counting both (turns / (ingests + build)), and ``retrieve`` / ``search(q, 10)``
 p50 / p95, the memories taking turns query by query in a shuffled order.
 Then the whole of LoCoMo-10 end to end: ``himga eval --memory <name>`` offline
-(no LLM), wall time of the command, median of ``--repeats``.
+(no LLM), wall time of the command, median of ``--repeats``. With ``--embedder
+SPEC`` also ``himga eval --memory himga --memory-arg embedder=SPEC``: once *cold*
+(a new, empty embedding cache: every turn and question embedded) and
+``--repeats`` times *warm* (the same cache, now holding every text).
 
 Run::
 
@@ -91,25 +94,20 @@ def bench_corpus(turns: Turns, queries: Sequence[str]) -> dict[str, Any]:
     return {"setup": setups, "latency": latency}
 
 
-def eval_wall_time(memory: str, repeats: int) -> float:
+def eval_wall_time(
+    memory: str, repeats: int, arguments: Sequence[str] = (), cache: Path | None = None
+) -> float:
+    """Median wall time of `himga eval --memory <memory> <arguments>`, under `cache` if given."""
+    env = dict(os.environ)
+    if cache is not None:
+        env["HIMGA_EMBED_CACHE"] = str(cache)
     times = []
     for _ in range(repeats):
         with tempfile.TemporaryDirectory() as out:
+            command = [sys.executable, "-m", "himga", "eval", "--memory", memory, *arguments]
             started = time.perf_counter()
             subprocess.run(
-                [
-                    sys.executable,
-                    "-m",
-                    "himga",
-                    "eval",
-                    "--memory",
-                    memory,
-                    "--out",
-                    out,
-                    "--no-progress",
-                ],
-                check=True,
-                capture_output=True,
+                [*command, "--out", out, "--no-progress"], check=True, capture_output=True, env=env
             )
             times.append(time.perf_counter() - started)
     return statistics.median(times)
@@ -126,6 +124,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data-dir", type=Path, default=None, help="sets HIMGA_DATA_DIR")
     parser.add_argument("--repeats", type=int, default=3, help="end-to-end runs per memory")
+    parser.add_argument("--embedder", default=None, help="also time himga with this embedder")
     args = parser.parse_args()
     if args.data_dir is not None:
         os.environ["HIMGA_DATA_DIR"] = str(args.data_dir.resolve())
@@ -171,6 +170,18 @@ def main() -> None:
         + ", ".join(f"{k} {v:.2f} s" for k, v in end_to_end.items())
         + f"; ratio {end_to_end['himga'] / end_to_end['bm25']:.2f}x"
     )
+    if args.embedder is not None:
+        with tempfile.TemporaryDirectory() as folder:
+            cache = Path(folder) / "embeddings.sqlite3"
+            arguments = ["--memory-arg", f"embedder={args.embedder}"]
+            end_to_end["himga, embedder cold"] = eval_wall_time("himga", 1, arguments, cache)
+            warm = eval_wall_time("himga", args.repeats, arguments, cache)
+            end_to_end["himga, embedder warm"] = warm
+        print(
+            f"with --memory-arg embedder={args.embedder}: cold (empty cache) "
+            f"{end_to_end['himga, embedder cold']:.1f} s, warm {warm:.2f} s "
+            f"({warm / end_to_end['himga']:.2f}x the run without an embedder)"
+        )
     manifest = {
         "bench": "bench/bench_himga_speed.py",
         "git_commit": git_commit(),
