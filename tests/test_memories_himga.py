@@ -222,6 +222,11 @@ def test_a_named_speakers_turns_count_more() -> None:
     assert index.named_speakers("What did ann and bo paint?") is None  # both: no preference
     assert index.named_speakers("What did Cleo paint?") is None
     assert index.named_speakers("Annual lake?") is None  # whole words only
+    letters = memory_of([Session("s", [Message("A", "lake"), Message("B", "lake")])]).index()
+    assert letters.named_speakers("Is a lake a pond?") is None  # "a" is a stopword
+    b_named = letters.named_speakers("Which lake did B see?")
+    assert b_named is not None
+    assert b_named.tolist() == [0.0, 1.0]
 
 
 def test_retrieve_groups_the_best_turns_by_session_under_their_dates() -> None:

@@ -19,7 +19,7 @@ from numpy.typing import NDArray
 from himga.memory._himga._cues import date_cue
 from himga.memory._himga._entities import entity_mentions
 from himga.memory._himga._weights import HiMGAWeights
-from himga.memory._text import words
+from himga.memory._text import ENGLISH_STOPWORDS, words
 
 __all__ = ["EDGE_TYPES", "LEVELS", "Index", "Turns", "base_scores", "final_scores", "seeds"]
 
@@ -130,7 +130,10 @@ class Index:
         )
         counts.sum_duplicates()
         self.terseness = self._terseness(turns.roles, np.asarray(counts.sum(axis=1)).ravel())
-        self._speakers = {role: frozenset(words(role)) for role in set(turns.roles)}
+        # A speaker named only by stopwords ("A", "I") is never "named": queries say those anyway.
+        self._speakers = {
+            role: frozenset(words(role)) - ENGLISH_STOPWORDS for role in set(turns.roles)
+        }
         self._roles = list(turns.roles)
         positions: list[list[int]] = [[] for _ in turns.session_dates]
         for turn, session in enumerate(turns.sessions):
@@ -269,8 +272,9 @@ class Index:
     def named_speakers(self, query: str) -> NDArray[np.float64] | None:
         """Per turn, 1 if its speaker is named in the query, else 0; None: none or all named.
 
-        A speaker is named when every word of its role is a word of the query
-        (case-folded): "What did Caroline paint?" names ``Caroline``.
+        A speaker is named when every word of its role but stopwords is a word of
+        the query (case-folded): "What did Caroline paint?" names ``Caroline``; a
+        role of stopwords only ("A", "I") is never named.
         """
         said = set(words(query))
         named = {role for role, name in self._speakers.items() if name and name <= said}
