@@ -9,7 +9,7 @@ from typing import Any
 
 from himga._extras import require
 from himga.data.schema import Message, Session
-from himga.memory._protocol import Hit
+from himga.memory._ranking import RankedTurns, top_k
 from himga.memory._text import ENGLISH_STOPWORDS, format_line, words
 
 __all__ = ["BM25Memory"]
@@ -17,7 +17,7 @@ __all__ = ["BM25Memory"]
 _PURPOSE = "BM25Memory"
 
 
-class BM25Memory:
+class BM25Memory(RankedTurns):
     """Turn-level BM25 retrieval: the ``k`` turns that best match the query.
 
     Every message is one document, ``"<speaker>: <content>"``, analysed into
@@ -63,18 +63,6 @@ class BM25Memory:
         self._lines.append(format_line(message, session))
         self._unindexed.append(f"{message.role}: {message.content}")
 
-    def retrieve(self, query: str, /) -> str:
-        """The top ``k`` matching lines in conversation order; ``""`` when none match."""
-        positions = sorted(position for position, _ in self._top(query, self.k))
-        return "\n".join(self._lines[position] for position in positions)
-
-    def search(self, query: str, k: int, /) -> list[Hit]:
-        """At most ``k`` matching turns, best BM25 score first, equal scores earlier turn first."""
-        return [
-            Hit(self._turn_ids[position], score, self._lines[position])
-            for position, score in self._top(query, k)
-        ]
-
     def reset(self) -> None:
         """Forget every turn and drop the index."""
         self._turn_ids: list[str | None] = []
@@ -112,20 +100,8 @@ class BM25Memory:
         term_ids = [vocabulary[term] for term in self._analyse(query) if term in vocabulary]
         if not term_ids:
             return []
-        np = self._np
-        scores = self._scores(term_ids)
-        # ndarray methods rather than np.flatnonzero / np.argsort: on a conversation-sized
-        # corpus the numpy wrappers' dispatch is a measurable share of a query.
-        candidates = scores.nonzero()[0]  # BM25 scores are >= 0: the turns sharing a term
-        best = scores[candidates]
-        if k < len(candidates):
-            # Keep every turn scoring at least the k-th best, ties included, so the
-            # stable sort below breaks ties by conversation order, as documented.
-            kth = np.partition(best, len(best) - k)[len(best) - k]
-            keep = best >= kth
-            candidates, best = candidates[keep], best[keep]
-        order = (-best).argsort(kind="stable")[:k]
-        return list(zip(candidates[order].tolist(), best[order].tolist(), strict=True))
+        # BM25 scores are >= 0: the positive ones are the turns sharing a term.
+        return top_k(self._np, self._scores(term_ids), k, positive=True)
 
     def _scores(self, term_ids: list[int]) -> Any:
         """The BM25 score of every turn for the query terms ``term_ids`` (numpy float64)."""

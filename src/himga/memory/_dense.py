@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from himga._extras import require
 from himga.data.schema import Message, Session
-from himga.memory._protocol import Hit
+from himga.memory._ranking import RankedTurns, top_k
 from himga.memory._text import format_line
 
 if TYPE_CHECKING:
@@ -19,7 +19,7 @@ __all__ = ["DenseMemory"]
 _PURPOSE = "DenseMemory"
 
 
-class DenseMemory:
+class DenseMemory(RankedTurns):
     """Turn-level dense retrieval: the ``k`` turns closest to the query in embedding space.
 
     Every message is one passage, ``"<speaker>: <content>"``, embedded as
@@ -61,18 +61,6 @@ class DenseMemory:
         self._lines.append(format_line(message, session))
         self._unindexed.append(f"{message.role}: {message.content}")
 
-    def retrieve(self, query: str, /) -> str:
-        """The top ``k`` turns in conversation order; ``""`` for a blank query or no turns."""
-        positions = sorted(position for position, _ in self._top(query, self.k))
-        return "\n".join(self._lines[position] for position in positions)
-
-    def search(self, query: str, k: int, /) -> list[Hit]:
-        """At most ``k`` turns, highest cosine first, equal scores earlier turn first."""
-        return [
-            Hit(self._turn_ids[position], score, self._lines[position])
-            for position, score in self._top(query, k)
-        ]
-
     def reset(self) -> None:
         """Forget every turn and drop the index."""
         self._turn_ids: list[str | None] = []
@@ -103,17 +91,3 @@ class DenseMemory:
         if scores is None:
             return []
         return top_k(self._np, scores, k)
-
-
-def top_k(np: ModuleType, scores: Any, k: int) -> list[tuple[int, float]]:
-    """``(position, score)`` of the ``k`` highest ``scores``, best first, ties earlier first."""
-    if k < len(scores):
-        # Keep every score at least the k-th best, ties included, so the stable
-        # sort below breaks ties by position.
-        kth = np.partition(scores, len(scores) - k)[len(scores) - k]
-        candidates = (scores >= kth).nonzero()[0]
-    else:
-        candidates = np.arange(len(scores))
-    best = scores[candidates]
-    order = (-best).argsort(kind="stable")[:k]
-    return list(zip(candidates[order].tolist(), best[order].tolist(), strict=True))

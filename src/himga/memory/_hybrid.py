@@ -8,8 +8,9 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from himga.data.schema import Message, Session
 from himga.memory._bm25 import BM25Memory
-from himga.memory._dense import DenseMemory, top_k
+from himga.memory._dense import DenseMemory
 from himga.memory._protocol import Hit
+from himga.memory._ranking import top_k
 
 if TYPE_CHECKING:
     from himga.embed import Embedder

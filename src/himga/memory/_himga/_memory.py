@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 from himga._extras import require
 from himga.data.schema import Message, Session
 from himga.memory._himga._weights import HiMGAWeights
-from himga.memory._protocol import Hit
+from himga.memory._ranking import RankedTurns, top_k
 from himga.memory._text import ENGLISH_STOPWORDS, format_line, words
 
 if TYPE_CHECKING:
@@ -22,7 +22,7 @@ __all__ = ["HiMGAMemory"]
 _PURPOSE = "HiMGAMemory"
 
 
-class HiMGAMemory:
+class HiMGAMemory(RankedTurns):
     """Hierarchical multi-graph memory: BM25 at four levels, spread over typed turn graphs.
 
     Levels: turn, context window (+-1 and +-2 turns of its session), session
@@ -120,13 +120,6 @@ class HiMGAMemory:
             blocks.append(f"{self._roles[position]}: {self._contents[position]}")
         return "\n".join(blocks)
 
-    def search(self, query: str, k: int, /) -> list[Hit]:
-        """At most ``k`` turns with a positive score, best first, equal scores earlier first."""
-        return [
-            Hit(self._turn_ids[position], score, self._lines[position])
-            for position, score in self._top(query, k)
-        ]
-
     def reset(self) -> None:
         """Forget every turn and drop the index."""
         self._turn_ids: list[str | None] = []
@@ -194,12 +187,4 @@ class HiMGAMemory:
         named = index.named_speakers(query)
         named = np.zeros((1, index.size)) if named is None else named[None, :]
         scores = self._index_module.final_scores(index, levels, cue, named, self.weights, dense)
-        scores = scores[0]
-        candidates = scores.nonzero()[0]
-        best = scores[candidates]
-        if k < len(candidates):
-            kth = np.partition(best, len(best) - k)[len(best) - k]
-            keep = best >= kth
-            candidates, best = candidates[keep], best[keep]
-        order = (-best).argsort(kind="stable")[:k]
-        return list(zip(candidates[order].tolist(), best[order].tolist(), strict=True))
+        return top_k(np, scores[0], k, positive=True)  # every score is >= 0
