@@ -106,6 +106,7 @@ def main() -> None:
     parser.add_argument("--distractors", type=int, default=40, help="sessions added per question")
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
+    commit = git_commit()  # now: the code that runs, whatever is committed meanwhile
     if args.data_dir is not None:
         os.environ["HIMGA_DATA_DIR"] = str(args.data_dir.resolve())
     started = time.perf_counter()
@@ -152,7 +153,7 @@ def main() -> None:
     data_file = data_file / "longmemeval_oracle.json"
     manifest = {
         "bench": "bench/bench_himga_heldout.py",
-        "git_commit": git_commit(),
+        "git_commit": commit,
         "python": platform.python_version(),
         "versions": {n: version(n) for n in ("himga", "numpy", "scipy", "bm25s", "PyStemmer")},
         "dataset_sha256": hashlib.sha256(data_file.read_bytes()).hexdigest(),

