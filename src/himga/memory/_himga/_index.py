@@ -129,12 +129,13 @@ class Index:
             (np.ones(len(rows)), (rows, cols)), shape=(size, terms), dtype=np.float64
         )
         counts.sum_duplicates()
-        self.terseness = self._terseness(turns.roles, np.asarray(counts.sum(axis=1)).ravel())
+        # Speakers by number, first seen first (Python equality: numpy's str scalars would
+        # drop trailing NULs and merge "Ann\0" into "Ann").
+        number = {role: n for n, role in enumerate(dict.fromkeys(turns.roles))}
+        self._speaker = np.fromiter((number[role] for role in turns.roles), np.int64, size)
         # A speaker named only by stopwords ("A", "I") is never "named": queries say those anyway.
-        self._speakers = {
-            role: frozenset(words(role)) - ENGLISH_STOPWORDS for role in set(turns.roles)
-        }
-        self._roles = list(turns.roles)
+        self._names = [frozenset(words(role)) - ENGLISH_STOPWORDS for role in number]
+        self.terseness = self._terseness(np.asarray(counts.sum(axis=1)).ravel())
         positions: list[list[int]] = [[] for _ in turns.session_dates]
         for turn, session in enumerate(turns.sessions):
             positions[session].append(turn)
@@ -165,20 +166,16 @@ class Index:
         # qa is directed: the question's activation goes to its answer only.
         self._spread["qa"] = sp.csr_array(self.graphs["qa"])
 
-    @staticmethod
-    def _terseness(roles: Sequence[str], lengths: NDArray[np.float64]) -> NDArray[np.float64]:
-        terseness = np.ones(len(roles))
-        if not len(roles):
+    def _terseness(self, lengths: NDArray[np.float64]) -> NDArray[np.float64]:
+        terseness = np.ones(self.size)
+        if not self.size:
             return terseness
         overall = float(np.median(lengths))
-        # Grouped in Python: numpy's str scalars drop trailing NULs, so "a\0" == "a" there.
-        turns_of: dict[str, list[int]] = {}
-        for turn, role in enumerate(roles):
-            turns_of.setdefault(role, []).append(turn)
-        for turns in turns_of.values():
-            typical = float(np.median(lengths[turns]))
+        for speaker in range(len(self._names)):
+            mine = self._speaker == speaker
+            typical = float(np.median(lengths[mine]))
             if typical > overall:
-                terseness[turns] = overall / typical
+                terseness[mine] = overall / typical
         return terseness
 
     def _question_answer(self, turns: Turns) -> Any:
@@ -277,10 +274,10 @@ class Index:
         role of stopwords only ("A", "I") is never named.
         """
         said = set(words(query))
-        named = {role for role, name in self._speakers.items() if name and name <= said}
-        if not named or len(named) == len(self._speakers):
+        named = [speaker for speaker, name in enumerate(self._names) if name and name <= said]
+        if not named or len(named) == len(self._names):
             return None
-        return np.fromiter((role in named for role in self._roles), np.float64, self.size)
+        return np.isin(self._speaker, named).astype(np.float64)
 
     def date_cue(self, query: str) -> NDArray[np.float64] | None:
         """Per turn, how well its session's date fits the query's date cues; None: no cue."""
@@ -289,20 +286,20 @@ class Index:
 
 
 def base_scores(
-    index: Index,
     levels: NDArray[np.float64],
     weights: HiMGAWeights,
+    reach: NDArray[np.float64],
     dense: NDArray[np.float64] | None = None,
 ) -> NDArray[np.float64]:
     """(queries x turns) fused level scores, each row divided by its maximum.
 
-    ``levels`` is (levels x queries x turns), ``dense`` (queries x turns) cosines.
-    The context levels (windows, session) count ``terseness ** verbosity`` times.
+    ``levels`` is (levels x queries x turns), ``dense`` (queries x turns) cosines;
+    the context levels (windows, session) count ``reach`` (per turn) times.
     """
     context = np.tensordot(
         np.array([weights.window1, weights.window2, weights.session]), levels[1:], axes=1
     )
-    base = weights.turn * levels[0] + context * index.terseness**weights.verbosity
+    base = weights.turn * levels[0] + context * reach
     if dense is not None:
         base = base + weights.dense * np.maximum(dense, 0.0)
     top = base.max(axis=1, keepdims=True)
@@ -334,9 +331,10 @@ def final_scores(
     names the turn's speaker (:meth:`Index.named_speakers`), else 0. What a turn
     receives along the edges counts ``terseness ** verbosity`` times, as its context.
     """
-    base = base_scores(index, levels, weights, dense)
+    reach = index.terseness**weights.verbosity
+    base = base_scores(levels, weights, reach, dense)
     spread = index.propagate(seeds(base, weights.seeds))
     edge_weights = np.array([getattr(weights, name) for name in EDGE_TYPES])
-    received = np.tensordot(edge_weights, spread, axes=1) * index.terseness**weights.verbosity
+    received = np.tensordot(edge_weights, spread, axes=1) * reach
     final: NDArray[np.float64] = (base + received) * (1.0 + weights.date * cue)
     return final * (1.0 + weights.speaker * named)
