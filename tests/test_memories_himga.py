@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import zlib
 from collections.abc import Sequence
 from datetime import datetime
 
@@ -373,3 +374,90 @@ class TestHiMGAMemoryWithEmbedderContract(MemoryContract):
         from himga.embed import HashEmbedder
 
         return HiMGAMemory(embedder=HashEmbedder(dim=32))
+
+
+class ConceptEmbedder:
+    """Words of one concept share a direction; every other word has its own (crc32 slot)."""
+
+    def __init__(self, concepts: dict[str, int]) -> None:
+        self.concepts = concepts
+        self.calls: list[tuple[list[str], str]] = []
+
+    model_id = "concepts"
+    dim = 4096
+
+    def embed(self, texts: Sequence[str], kind: str = "passage") -> np.ndarray:
+        self.calls.append((list(texts), kind))
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        for row, text in enumerate(texts):
+            for word in text.lower().replace("?", " ").replace(".", " ").split():
+                slot = self.concepts.get(word)
+                out[row, slot if slot is not None else 64 + zlib.crc32(word.encode()) % 4000] += 1
+            norm = np.linalg.norm(out[row])
+            out[row] /= norm if norm else 1.0
+        return out
+
+
+def expanding_memory(
+    sessions: Sequence[Session], embedder: ConceptEmbedder, weights: HiMGAWeights
+) -> HiMGAMemory:
+    memory = HiMGAMemory(weights=weights, embedder=embedder)
+    for session in sessions:
+        for message in session.messages:
+            memory.ingest(message, session)
+    return memory
+
+
+def test_a_query_is_expanded_by_the_conversations_nearest_words_but_never_by_a_name() -> None:
+    # "martina" is as near "martial" as "taekwondo" is: only the name's exclusion keeps
+    # Martina's every turn (her name is in each, as their speaker) and M out of the answer.
+    embedder = ConceptEmbedder({"martial": 0, "taekwondo": 0, "martina": 0})
+    sessions = [
+        Session(
+            "s1",
+            [
+                *[Message("Martina", m.content, m.turn_id) for m in filler(1, 6)],
+                Message("Bo", "Thanks Martina, see you soon.", "M"),
+                Message("Bo", "I got my black belt in taekwondo.", "T"),
+            ],
+        )
+    ]
+    query = "Who practises martial arts?"  # no word of it is in the conversation
+    lexical = HiMGAWeights(dense=0.0, semantic=0.0)  # the words alone, no cosine
+    alone = dataclasses.replace(lexical, temporal=0.0, membership=0.0, qa=0.0, entity=0.0)
+    unexpanded = dataclasses.replace(alone, expansion=0.0)
+    assert ids(expanding_memory(sessions, embedder, unexpanded), query) == []
+    assert ids(expanding_memory(sessions, embedder, alone), query) == ["T"]  # nothing spreads
+    assert ids(expanding_memory(sessions, embedder, lexical), query)[0] == "T"
+
+
+def test_each_word_is_embedded_once_per_memory() -> None:
+    embedder = ConceptEmbedder({})
+    memory = expanding_memory([Session("s1", filler(1, 7))], embedder, HiMGAWeights())
+    memory.search("weather", 3)
+    first = {word for texts, kind in embedder.calls[1:] if kind == "query" for word in texts}
+    assert {"weather", "traffic", "fine", "today"} <= first  # content words of the turns
+    assert not first & {"the", "was", "ann", "bo"}  # stopwords and speakers' names are not
+    embedder.calls.clear()
+    memory.ingest(Message("Bo", "The tortellini was fine today.", "N"), Session("s1", []))
+    memory.search("weather", 3)
+    words_embedded = [texts for texts, kind in embedder.calls if kind == "query"]
+    assert words_embedded == [["tortellini"], ["weather"]]  # the new word, then the query
+
+
+@settings(max_examples=30)
+@given(conversation=conversations, weights=weight_sets, query=turn_texts)
+def test_without_dense_semantic_and_expansion_an_embedder_changes_no_ranking(
+    conversation: list[tuple[str | None, list[tuple[str, str]]]],
+    weights: HiMGAWeights,
+    query: str,
+) -> None:
+    from himga.embed import HashEmbedder
+
+    weights = dataclasses.replace(weights, dense=0.0, semantic=0.0, expansion=0.0)
+    sessions = build(conversation)
+    embedded = HiMGAMemory(weights=weights, embedder=HashEmbedder(dim=64))
+    for session in sessions:
+        for message in session.messages:
+            embedded.ingest(message, session)
+    assert embedded.search(query, 20) == memory_of(sessions, weights).search(query, 20)

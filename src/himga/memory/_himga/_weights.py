@@ -15,9 +15,10 @@ class HiMGAWeights:
 
     A turn's base score is the weighted sum of its BM25 scores at each level
     (``turn``, ``window1``, ``window2``, ``session``; each divided by its best
-    score for the query, so weights compare across levels), plus ``dense`` times
-    its embedding cosine when an embedder is configured. The ``seeds`` best
-    turns then spread their base score one hop along each edge type, scaled by
+    score for the query, so weights compare across levels); with an embedder,
+    plus ``dense`` times its embedding cosine and ``expansion`` times the BM25
+    score of the conversation's words nearest the query by embedding. The
+    ``seeds`` best turns then spread their base score one hop along each edge type, scaled by
     that type's weight (``temporal``, ``membership``, ``qa``, ``entity``,
     ``semantic``). What a turn gets from its context levels and along the edges
     counts ``terseness ** verbosity`` times, terseness (in (0, 1]) being the
@@ -34,6 +35,7 @@ class HiMGAWeights:
     window2: float = 1.0
     session: float = 0.6
     dense: float = 0.5
+    expansion: float = 1.0
     temporal: float = 0.2
     membership: float = 0.05
     qa: float = 0.3
