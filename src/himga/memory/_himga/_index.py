@@ -284,6 +284,25 @@ class Index:
         )
         return sp.csr_array(knn.maximum(knn.T))
 
+    def _bm25_sum(
+        self, row: int, ids: Sequence[int], weights: Sequence[float] | None = None
+    ) -> NDArray[np.float64]:
+        """Per document of level ``row``, the sum of the BM25 scores of terms ``ids``.
+
+        ``ids`` is not empty; with ``weights``, each term's score counts its weight times.
+        """
+        level, indptr = self._levels[row], self._indptr[row]
+        spans = [(indptr[term], indptr[term + 1]) for term in ids]
+        docs = np.concatenate([level.indices[start:end] for start, end in spans])
+        if weights is None:
+            partial = np.concatenate([level.data[start:end] for start, end in spans])
+        else:
+            partial = np.concatenate(
+                [w * level.data[a:b] for w, (a, b) in zip(weights, spans, strict=True)]
+            )
+        sums = np.bincount(docs, weights=partial, minlength=level.shape[0])
+        return np.asarray(sums, dtype=np.float64)  # float already: the stubs cannot tell
+
     def levels(self, query_terms: Sequence[str]) -> NDArray[np.float64]:
         """(levels x turns) BM25 scores of the query, each row divided by its maximum.
 
@@ -293,11 +312,8 @@ class Index:
         scores = np.zeros((len(LEVELS), self.size))
         if not ids:
             return scores
-        for row, (level, indptr) in enumerate(zip(self._levels, self._indptr, strict=True)):
-            spans = [(indptr[term], indptr[term + 1]) for term in ids]
-            docs = np.concatenate([level.indices[start:end] for start, end in spans])
-            partial = np.concatenate([level.data[start:end] for start, end in spans])
-            values = np.bincount(docs, weights=partial, minlength=level.shape[0])
+        for row in range(len(LEVELS)):
+            values = self._bm25_sum(row, ids)
             if row == len(LEVELS) - 1:
                 values = values[self.sessions]
             top = values.max()
@@ -326,11 +342,10 @@ class Index:
         if len(ids) > _EXPANSION_TERMS:
             nearest = np.argpartition(-cosine, _EXPANSION_TERMS - 1)[:_EXPANSION_TERMS]
             ids, cosine = ids[nearest], cosine[nearest]
-        turn_level, indptr = self._levels[0], self._indptr[0]
-        for term, weight in zip(ids.tolist(), np.maximum(cosine, 0.0).tolist(), strict=True):
-            start, end = indptr[term], indptr[term + 1]
-            scores[turn_level.indices[start:end]] += weight * turn_level.data[start:end]
-        top = scores.max() if self.size else 0.0
+        if not len(ids):
+            return scores
+        scores = self._bm25_sum(0, ids.tolist(), np.maximum(cosine, 0.0).tolist())
+        top = scores.max()
         return scores / top if top > 0 else scores
 
     def propagate(self, seeds: NDArray[np.float64]) -> NDArray[np.float64]:
