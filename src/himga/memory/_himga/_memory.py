@@ -194,12 +194,6 @@ class HiMGAMemory(RankedTurns):
             vector = self.embedder.embed([query], "query")[0]
             dense = (self._embeddings(self.embedder) @ vector)[None, :]
             expanded = index.expansion(vector, terms)[None, :]
-        if (
-            not levels.any()
-            and (dense is None or self.weights.dense == 0)
-            and (expanded is None or self.weights.expansion == 0 or not expanded.any())
-        ):
-            return []
         cue = index.date_cue(query)
         cue = np.zeros((1, index.size)) if cue is None else cue[None, :]
         named = index.named_speakers(query)

@@ -18,8 +18,8 @@ class HiMGAWeights:
     score for the query, so weights compare across levels); with an embedder,
     plus ``dense`` times its embedding cosine and ``expansion`` times the BM25
     score of the conversation's words nearest the query by embedding. The
-    ``seeds`` best turns then spread their base score one hop along each edge type, scaled by
-    that type's weight (``temporal``, ``membership``, ``qa``, ``entity``,
+    ``seeds`` best turns then spread their base score one hop along each edge
+    type, scaled by that type's weight (``temporal``, ``membership``, ``qa``, ``entity``,
     ``semantic``). What a turn gets from its context levels and along the edges
     counts ``terseness ** verbosity`` times, terseness (in (0, 1]) being the
     conversation's median turn length over its speaker's, capped at 1: the
