@@ -121,7 +121,8 @@ def prepare(sample: Sample, embedder: Embedder | None = None) -> Conversation:
         memory.ingest(message, session)
     index = memory.index()
     questions = [qa for qa in sample.qa_pairs if qa.evidence_turns]
-    levels = np.stack([index.levels(memory.analyse(qa.question)) for qa in questions], axis=1)
+    terms = [memory.analyse(qa.question) for qa in questions]
+    levels = np.stack([index.levels(question_terms) for question_terms in terms], axis=1)
     cues = [index.date_cue(qa.question) for qa in questions]
     cue = np.stack([np.zeros(index.size) if c is None else c for c in cues])
     speakers = [index.named_speakers(qa.question) for qa in questions]
@@ -133,8 +134,8 @@ def prepare(sample: Sample, embedder: Embedder | None = None) -> Conversation:
         dense = queries @ memory._embeddings(embedder).T
         expanded = np.stack(
             [
-                index.expansion(vector, memory.analyse(qa.question))
-                for vector, qa in zip(queries, questions, strict=True)
+                index.expansion(vector, question_terms)
+                for vector, question_terms in zip(queries, terms, strict=True)
             ]
         )
     return Conversation(sample, index, levels, cue, named, dense, expanded, evidence)

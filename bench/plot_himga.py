@@ -18,11 +18,10 @@ import json
 from pathlib import Path
 from typing import Any
 
+from bench.bench_himga_loco import DRAGON
 from himga._extras import require
 
 DOCS = Path(__file__).resolve().parent.parent / "docs"
-# LoCoMo paper (Maharana et al., ACL 2024), RAG over dialog turns, DRAGON retriever.
-DRAGON = {5: 58.8, 10: 67.5, 25: 79.9, 50: 84.8}
 
 
 def load(name: str) -> Any:
@@ -53,7 +52,8 @@ def main() -> None:
     figure, (left, right) = pyplot.subplots(1, 2, figsize=(11, 4.5), dpi=120)
     for name, recall in locomo.items():
         left.plot(*curve(recall), marker="o", label=name)
-    left.plot(list(DRAGON), list(DRAGON.values()), "k*--", label="DRAGON (LoCoMo paper)")
+    dragon = [100 * recall for recall in DRAGON.values()]
+    left.plot(list(DRAGON), dragon, "k*--", label="DRAGON (LoCoMo paper)")
     left.set_title("LoCoMo-10, 1,982 questions with evidence")
     for distractors, style in ((40, "-"), (80, ":")):
         recall = load(f"bench_himga/heldout{distractors}.json")["recall"]
