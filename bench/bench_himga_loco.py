@@ -108,6 +108,7 @@ class Conversation:
     levels: NDArray[np.float64]  # (levels, questions, turns)
     cue: NDArray[np.float64]  # (questions, turns)
     named: NDArray[np.float64]  # (questions, turns)
+    addressed: NDArray[np.float64]  # (questions, turns) Index.addressed, 0 where None
     dense: NDArray[np.float64] | None  # (questions, turns) cosines, with an embedder
     expanded: NDArray[np.float64] | None  # (questions, turns) Index.expansion, with an embedder
     evidence: list[list[int]]  # per question, its evidence turns' positions (repeats kept)
@@ -127,6 +128,8 @@ def prepare(sample: Sample, embedder: Embedder | None = None) -> Conversation:
     cue = np.stack([np.zeros(index.size) if c is None else c for c in cues])
     speakers = [index.named_speakers(qa.question) for qa in questions]
     named = np.stack([np.zeros(index.size) if n is None else n for n in speakers])
+    addressees = [index.addressed(qa.question) for qa in questions]
+    addressed = np.stack([np.zeros(index.size) if a is None else a for a in addressees])
     evidence = [[position[turn] for turn in qa.evidence_turns] for qa in questions]
     dense = expanded = None
     if embedder is not None:
@@ -138,13 +141,15 @@ def prepare(sample: Sample, embedder: Embedder | None = None) -> Conversation:
                 for vector, question_terms in zip(queries, terms, strict=True)
             ]
         )
-    return Conversation(sample, index, levels, cue, named, dense, expanded, evidence)
+    return Conversation(sample, index, levels, cue, named, addressed, dense, expanded, evidence)
 
 
 def recalls(conversation: Conversation, weights: HiMGAWeights) -> NDArray[np.float64]:
     """(questions, len(KS)) evidence recall@k, ranking as HiMGAMemory.search does."""
     c = conversation
-    scores = final_scores(c.index, c.levels, c.cue, c.named, weights, c.dense, c.expanded)
+    scores = final_scores(
+        c.index, c.levels, c.cue, c.named, weights, c.dense, c.expanded, c.addressed
+    )
     order = np.argsort(-scores, axis=1, kind="stable")  # ties: earlier turn first
     rank = np.empty_like(order)
     np.put_along_axis(rank, order, np.arange(scores.shape[1])[None, :], axis=1)

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from himga.data.schema import Message, Session
 from himga.memory import HiMGAMemory, HiMGAWeights, SearchableMemory, load_memory
-from himga.memory._himga._cues import date_cue
+from himga.memory._himga._cues import asks_what_you_did, date_cue
 from himga.memory._himga._entities import entity_mentions
 from himga.testing import MemoryContract, check_memory
 
@@ -201,6 +201,73 @@ def test_a_verbose_speaker_leans_less_on_its_context() -> None:
     # Speakers are told apart exactly (numpy's str scalars would merge "Ann\0" into "Ann").
     nul = [Session("s", [Message("Ann\0", "Porto tiles sardines chess"), Message("Ann", "Porto")])]
     assert memory_of(nul).index().terseness.tolist() == [pytest.approx(3.5 / 5), 1.0]
+
+
+ROME_REPLY = " ".join(
+    ["For dinner in Rome I would book Da Enzo in Trastevere: a small trattoria with carbonara,"]
+    + ["cacio e pepe and artichokes, and a queue that moves fast if you arrive early."] * 3
+)
+ROME = [
+    Session(
+        "s1",
+        [
+            Message("user", "We land in Rome on Friday.", "U1"),
+            Message("assistant", "Lovely! How long will you stay, and what do you like?", "A1"),
+            Message("user", "Three nights. Any restaurant for dinner in Rome?", "U2"),
+            Message("assistant", ROME_REPLY, "A2"),
+            Message("user", "Great, a dinner restaurant in Rome sorted, thanks!", "U3"),
+        ],
+    )
+]
+
+
+def test_a_query_asking_what_you_said_points_at_the_assistants_reply() -> None:
+    memory = memory_of(ROME)
+    # Damped, the long reply ranks below the short user turns around it that echo it...
+    assert ids(memory, "Which restaurant in Rome for dinner?")[:3] == ["U2", "U3", "U1"]
+    # ...unless the question asks what "you" said: then it is the assistant's turn that counts.
+    assert ids(memory, "Which restaurant in Rome did you recommend for dinner?")[0] == "A2"
+    assert ids(memory, "Remind me of the Rome restaurant you recommended.")[0] == "A2"
+    # A request to the assistant is no such cue.
+    assert ids(memory, "Can you remind me which restaurant in Rome for dinner?")[0] == "U2"
+    index = memory.index()
+    addressed = index.addressed("the restaurant you recommended")
+    assert addressed is not None
+    assert addressed.tolist() == [0.0, 1.0, 0.0, 1.0, 0.0]
+    assert index.addressed("Which restaurant in Rome?") is None
+    # Without an assistant (speakers by name, as in LoCoMo) no one is "you".
+    between_equals = memory_of(SIX).index()
+    assert between_equals.addressed("What did you say about Porto?") is None
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        "the restaurant you recommended",
+        "Which state did you mention?",
+        "the list you provided",
+        "You'd mentioned a deli.",
+        "what you told me about Porto",
+        "you had said it was far",
+    ],
+)
+def test_asks_what_you_did(query: str) -> None:
+    assert asks_what_you_did(query)
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        "Can you remind me of the restaurant?",
+        "Do you think it might be my living room?",
+        "What do you need for a visa?",
+        "What did Caroline paint?",
+        "I recommended a deli to you.",
+        "Young people visited.",
+    ],
+)
+def test_asks_nothing_of_you(query: str) -> None:
+    assert not asks_what_you_did(query)
 
 
 def test_a_named_speakers_turns_count_more() -> None:

@@ -1,4 +1,4 @@
-"""Date cues of a query: which session dates a question points at, from its own words."""
+"""Cues of a query, from its own words: which session dates it points at, whom it asks about."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from datetime import datetime, timedelta
 
 from himga.memory._text import ENGLISH_MONTHS
 
-__all__ = ["date_cue"]
+__all__ = ["asks_what_you_did", "date_cue"]
 
 # Case-sensitive: "May" names a month, "may" is a verb. Abbreviations need a capital too.
 _MONTH = re.compile(
@@ -22,6 +22,29 @@ _AGO = re.compile(
 )
 _LAST = re.compile(r"\b(yesterday|last\s+(?:week|month|year))\b", re.IGNORECASE)
 _UNIT_DAYS = {"day": 1, "week": 7, "month": 30, "year": 365}
+
+# "you" (optionally with an auxiliary) before a past tense, or "did/had you <verb>". A past
+# tense is a word ending in -ed but not -eed ("you need" is present) or a common irregular one.
+_IRREGULAR_PAST = (
+    "said|told|gave|wrote|made|did|brought|sent|showed|shown|thought|found|taught|chose|drew|"
+    "meant|came|got|went|saw|knew|left|began|spoke|felt"
+)
+_YOU_DID = re.compile(
+    r"\b(?:did|didn't|had)\s+you\s+\w+"
+    r"|\byou(?:'ve|'d|\s+have|\s+had|\s+just|\s+also|\s+once|\s+previously|\s+earlier)?\s+"
+    r"(?:\w*[^e\W]ed|" + _IRREGULAR_PAST + r")\b",
+    re.IGNORECASE,
+)
+
+
+def asks_what_you_did(query: str) -> bool:
+    """Whether the query asks what its addressee ("you") said or did in the past.
+
+    "you" before a past tense ("the restaurant you recommended", "you'd
+    mentioned", "did you say"): a request ("can you remind me") or the present
+    ("do you think") is not.
+    """
+    return _YOU_DID.search(query) is not None
 
 
 def _month_end(year: int, month: int) -> datetime:

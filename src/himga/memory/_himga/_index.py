@@ -16,7 +16,7 @@ import numpy as np
 import scipy.sparse as sp
 from numpy.typing import NDArray
 
-from himga.memory._himga._cues import date_cue
+from himga.memory._himga._cues import asks_what_you_did, date_cue
 from himga.memory._himga._entities import entity_mentions
 from himga.memory._himga._weights import HiMGAWeights
 from himga.memory._text import ENGLISH_STOPWORDS, words
@@ -146,6 +146,9 @@ class Index:
         self._speaker = np.fromiter((number[role] for role in turns.roles), np.int64, size)
         # A speaker named only by stopwords ("A", "I") is never "named": queries say those anyway.
         self._names = [frozenset(words(role)) - ENGLISH_STOPWORDS for role in number]
+        self._assistant = np.fromiter(
+            (role.casefold() == "assistant" for role in turns.roles), bool, size
+        )
         self.terseness = self._terseness(np.asarray(counts.sum(axis=1)).ravel())
         mentions = entity_mentions(turns.contents)
         self._expansion_terms, self._term_vectors = self._content_words(
@@ -365,6 +368,18 @@ class Index:
             return None
         return np.isin(self._speaker, named).astype(np.float64)
 
+    def addressed(self, query: str) -> NDArray[np.float64] | None:
+        """Per turn, 1 if the query asks what "you" said or did and the assistant said it.
+
+        The assistant is the speaker whose role is ``"assistant"`` (case-folded),
+        as in a user's chat with one: it is who "you" is in the user's question.
+        None when the query asks no such thing (:func:`asks_what_you_did`) or no
+        turn is the assistant's.
+        """
+        if not self._assistant.any() or not asks_what_you_did(query):
+            return None
+        return self._assistant.astype(np.float64)
+
     def date_cue(self, query: str) -> NDArray[np.float64] | None:
         """Per turn, how well its session's date fits the query's date cues; None: no cue."""
         cue = date_cue(query, self.session_dates)
@@ -415,14 +430,23 @@ def final_scores(
     weights: HiMGAWeights,
     dense: NDArray[np.float64] | None = None,
     expanded: NDArray[np.float64] | None = None,
+    addressed: NDArray[np.float64] | None = None,
 ) -> NDArray[np.float64]:
     """(queries x turns) HiMGA scores.
 
     ``cue`` (queries x turns) is 0 where no date cue, ``named`` 1 where the query
     names the turn's speaker (:meth:`Index.named_speakers`), else 0. What a turn
     receives along the edges counts ``terseness ** verbosity`` times, as its context.
+    ``addressed`` (queries x turns, :meth:`Index.addressed`) is 1 where the query
+    asks what "you" said and the turn is the assistant's: such a turn counts as
+    named, and its context and what it receives count in full, undamped -- the
+    damping bets that the verbose side's replies echo a question rather than
+    answer it, and this query says the answer is the verbose side's.
     """
     reach = index.terseness**weights.verbosity
+    if addressed is not None:
+        reach = np.where(addressed > 0, 1.0, reach)
+        named = np.maximum(named, addressed)
     base = base_scores(levels, weights, reach, dense, expanded)
     spread = index.propagate(seeds(base, weights.seeds))
     edge_weights = np.array([getattr(weights, name) for name in EDGE_TYPES])

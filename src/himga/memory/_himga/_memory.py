@@ -198,7 +198,15 @@ class HiMGAMemory(RankedTurns):
         cue = np.zeros((1, index.size)) if cue is None else cue[None, :]
         named = index.named_speakers(query)
         named = np.zeros((1, index.size)) if named is None else named[None, :]
+        addressed = index.addressed(query)
         scores = self._index_module.final_scores(
-            index, levels, cue, named, self.weights, dense, expanded
+            index,
+            levels,
+            cue,
+            named,
+            self.weights,
+            dense,
+            expanded,
+            None if addressed is None else addressed[None, :],
         )
         return top_k(np, scores[0], k, positive=True)  # every score is >= 0

@@ -26,8 +26,10 @@ class HiMGAWeights:
     verbose side of a lopsided conversation leans less on its neighbours. When
     the query names a date, a turn's score is multiplied by ``1 + date * fit``,
     ``fit`` in [0, 1] saying how well its session's date matches; when it names
-    some of the speakers (not all), their turns' by ``1 + speaker``. Every
-    weight is a finite number >= 0; ``seeds`` >= 1.
+    some of the speakers (not all), their turns' by ``1 + speaker``; when it
+    asks what "you" said or did ("the restaurant you recommended"), the
+    assistant's turns (role ``"assistant"``) count as named and lean on their
+    context undamped. Every weight is a finite number >= 0; ``seeds`` >= 1.
     """
 
     turn: float = 1.0
