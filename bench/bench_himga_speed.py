@@ -3,7 +3,9 @@
 Corpora: (a) one LoCoMo conversation (conv-26, its questions asked 5 times);
 (b) a LongMemEval_S-sized sample from the synthetic generator
 (:mod:`himga.data.synthetic`: 50 sessions x 10 turns of ~1,000 characters,
-~115k tokens), queried with 500 six-word runs of its own turns. Per memory: ``ingest`` per turn,
+~115k tokens), queried with 500 six-word runs of its own turns; (c) all 5,882
+LoCoMo-10 turns as a single session (a chat log with no session breaks),
+queried with conv-26's questions. Per memory: ``ingest`` per turn,
 the first query after the ingests (it builds the index), ingest throughput
 counting both (turns / (ingests + build)), and ``retrieve`` / ``search(q, 10)``
 p50 / p95, the memories taking turns query by query in a shuffled order.
@@ -148,6 +150,9 @@ def main() -> None:
     rng = random.Random(1)
     probes = [" ".join(rng.choice(synthetic)[0].content.split()[:6]) for _ in range(500)]
     corpora["LongMemEval_S-sized (synthetic, 1 sample)"] = (synthetic, probes)
+    # A chat log ingested as one long session: nothing of the index may grow with its square.
+    one = Session("one", [m for sample in locomo for _, m in sample.iter_turns()])
+    corpora["LoCoMo-10 as one session"] = ([(m, one) for m in one.messages], questions)
     results = {}
     print(
         "| corpus | memory | ingest µs/turn | build ms | turns/s incl. build "

@@ -410,6 +410,26 @@ def test_search_ranks_ingested_turns_best_first_deterministically(
     assert memory.search(query, k) == []
 
 
+@given(
+    conversation=conversations,
+    activation=st.lists(st.floats(0, 1), min_size=20, max_size=20),
+)
+def test_each_edge_type_spreads_along_its_normalised_graph(
+    conversation: list[tuple[str | None, list[tuple[str, str]]]], activation: list[float]
+) -> None:
+    index = memory_of(build(conversation)).index()
+    seeds = np.array(activation[: index.size])[None, :]
+    spread = index.propagate(seeds)
+    assert "graphs" not in vars(index)  # propagation never builds the (quadratic) graphs
+    for row, (name, graph) in enumerate(index.graphs.items()):
+        dense = graph.toarray()
+        if name != "qa":  # qa is directed and spreads unnormalised, question to answer
+            degree = dense.sum(axis=1)
+            scale = np.divide(1.0, np.sqrt(degree), out=np.zeros_like(degree), where=degree > 0)
+            dense = scale[:, None] * dense * scale[None, :]
+        np.testing.assert_allclose(spread[row], seeds @ dense.T, atol=1e-12, err_msg=name)
+
+
 # -- with an embedder ----------------------------------------------------------------------
 
 

@@ -6,6 +6,7 @@ after checking that the ``graph`` extra is installed.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -99,7 +100,9 @@ class Index:
     the answer),
     ``entity`` (turns of different sessions sharing an entity, weighted by the
     sum of the shared entities' idf) and ``semantic`` (each turn's nearest
-    neighbours by embedding cosine, when ``embeddings`` are given).
+    neighbours by embedding cosine, when ``embeddings`` are given). ``graphs``
+    is built on first access; :meth:`propagate` spreads ``membership`` through
+    session sums, linear in turns, never through its quadratic matrix.
 
     With ``embed_words`` (what embeds words as queries), the conversation's
     content words -- stopwords, numbers, words under 3 letters and names
@@ -169,20 +172,25 @@ class Index:
         ]
         self._indptr = [level.indptr.tolist() for level in self._levels]
 
-        temporal = window1 - sp.eye_array(size, format="csr")
-        same_session = sp.csr_array(membership.T @ membership)
-        self.graphs: dict[str, Any] = {
-            "temporal": sp.csr_array(temporal),
-            "membership": sp.csr_array(same_session - sp.eye_array(size, format="csr")),
+        self._membership = membership
+        # A session of n turns is a clique: every turn has n - 1 neighbours, so the symmetric
+        # normalisation is a division by n - 1 (0 for a lone turn). Spreading through the
+        # session sums (O(turns)) instead of the clique's matrix (O(session length^2)) keeps
+        # one long session -- a chat log ingested as a single session -- cheap.
+        session_lengths = np.bincount(self.sessions, minlength=len(positions))
+        neighbours = session_lengths[self.sessions] - 1.0
+        self._per_neighbour = np.divide(1.0, neighbours, out=np.zeros(size), where=neighbours > 0)
+        self._edges: dict[str, Any] = {
+            "temporal": sp.csr_array(window1 - sp.eye_array(size, format="csr")),
             "qa": self._question_answer(turns),
             "entity": self._entities(mentions, counts),
             "semantic": self._semantic(embeddings),
         }
-        for graph in self.graphs.values():
+        for graph in self._edges.values():
             graph.eliminate_zeros()
-        self._spread = {name: _symmetric_normalised(g) for name, g in self.graphs.items()}
+        self._spread = {name: _symmetric_normalised(g) for name, g in self._edges.items()}
         # qa is directed: the question's activation goes to its answer only.
-        self._spread["qa"] = sp.csr_array(self.graphs["qa"])
+        self._spread["qa"] = sp.csr_array(self._edges["qa"])
 
     def _terseness(self, lengths: NDArray[np.float64]) -> NDArray[np.float64]:
         terseness = np.ones(self.size)
@@ -351,9 +359,33 @@ class Index:
         top = scores.max()
         return scores / top if top > 0 else scores
 
+    @functools.cached_property
+    def graphs(self) -> dict[str, Any]:
+        """One turn x turn ``csr_array`` per edge type, in :data:`EDGE_TYPES` order.
+
+        For inspection and export: :meth:`propagate` never builds ``membership``,
+        whose entries grow with the square of a session's length.
+        """
+        membership = self._membership
+        same_session = sp.csr_array(membership.T @ membership) - sp.eye_array(
+            self.size, format="csr"
+        )
+        same_session.eliminate_zeros()
+        return {
+            name: sp.csr_array(same_session) if name == "membership" else self._edges[name]
+            for name in EDGE_TYPES
+        }
+
     def propagate(self, seeds: NDArray[np.float64]) -> NDArray[np.float64]:
         """(edge types x ...) the activation each edge type spreads from ``seeds`` (... x turns)."""
-        return np.stack([(self._spread[name] @ seeds.T).T for name in EDGE_TYPES])
+        spread = []
+        for name in EDGE_TYPES:
+            if name == "membership":
+                in_session = (self._membership @ seeds.T).T[..., self.sessions]
+                spread.append((in_session - seeds) * self._per_neighbour)
+            else:
+                spread.append((self._spread[name] @ seeds.T).T)
+        return np.stack(spread)
 
     def named_speakers(self, query: str) -> NDArray[np.float64] | None:
         """Per turn, 1 if its speaker is named in the query, else 0; None: none or all named.
