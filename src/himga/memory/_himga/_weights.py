@@ -38,15 +38,15 @@ class HiMGAWeights:
     session: float = 0.6
     dense: float = 0.5
     expansion: float = 1.0
-    temporal: float = 0.2
-    membership: float = 0.05
-    qa: float = 0.3
+    temporal: float = 0.0
+    membership: float = 0.0
+    qa: float = 0.1
     entity: float = 0.4
     semantic: float = 0.2
     verbosity: float = 1.0
     date: float = 1.0
     speaker: float = 0.4
-    seeds: int = 10
+    seeds: int = 40
 
     def __post_init__(self) -> None:
         for field in dataclasses.fields(self):
