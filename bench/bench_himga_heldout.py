@@ -9,7 +9,10 @@ Abstention questions and questions without ``has_answer`` turns are left out.
 Turn-level evidence recall@k (evidence = the ``has_answer`` turns) through
 ``run_eval`` (no LLM) + ``compute_metrics``, per LongMemEval question type; and
 LongMemEval's official retrieval metrics (``longmemeval_retrieval_metrics``:
-recall_any, recall_all, ndcg_any at turn and session level) over the same runs.
+recall_any, recall_all, ndcg_any at turn and session level) over the same runs;
+and each memory's margin over BM25Memory, paired by question: the mean
+difference in recall@k with its 95% bootstrap interval and permutation p-value
+(10,000 resamples, seed 0), as ``himga compare`` reports them.
 
 Only the *test* two-thirds are scored (questions whose position in the file,
 after the exclusions, is not a multiple of 3): the shipped HiMGA defaults were
@@ -56,6 +59,8 @@ from himga.eval import (
     run_eval,
     session_sizes,
 )
+from himga.eval._aggregate import question_scores
+from himga.eval._paired import paired_differences
 from himga.memory import BM25Memory, DenseMemory, HiMGAMemory, HybridMemory
 
 KS = (5, 10, 25, 50)
@@ -100,6 +105,24 @@ def recall(results: list[EvalResult]) -> dict[str, dict[int, float]]:
     return {g: {k: block[f"recall@{k}"] for k in KS} for g, block in groups.items()}
 
 
+def margin(results: list[EvalResult], baseline: list[EvalResult]) -> dict[int, dict[str, Any]]:
+    """Per k, ``results`` minus ``baseline`` in recall@k, paired by question."""
+
+    def matrix(run: list[EvalResult]) -> dict[tuple[str, str], list[float]]:
+        rows = {}
+        for result in run:
+            scores = question_scores(result)
+            rows[result.key] = [
+                float("nan") if (v := scores[f"recall@{k}"]) is None else v for k in KS
+            ]
+        return rows
+
+    mine, theirs = matrix(results), matrix(baseline)
+    keys = sorted(mine.keys() & theirs.keys())
+    paired = paired_differences([theirs[key] for key in keys], [mine[key] for key in keys])
+    return {k: dataclasses.asdict(d) for k, d in zip(KS, paired, strict=True)}
+
+
 def git_commit() -> str:
     completed = subprocess.run(
         ["git", "rev-parse", "HEAD"], capture_output=True, text=True, check=False
@@ -133,6 +156,11 @@ def main() -> None:
     official = {
         name: longmemeval_retrieval_metrics(r, session_sizes=sizes) for name, r in results.items()
     }
+    margins = {
+        name: margin(r, results["BM25Memory"])
+        for name, r in results.items()
+        if name != "BM25Memory"
+    }
     elapsed = time.perf_counter() - started
     turns = sum(len(s.messages) for sample in samples for s in sample.sessions) / len(samples)
     print(
@@ -163,6 +191,18 @@ def main() -> None:
             missing = block.get("undefined", {}).get(level, {})
             undefined = max(missing.get(metric, 0) for metric in OFFICIAL)
             print(f"| {name} | {level} | {cells} | {undefined} |")
+    print(
+        "\nMargin over BM25Memory in recall@k (points), paired by question: mean difference "
+        "[95% bootstrap interval], permutation p (10,000 resamples, seed 0):\n"
+    )
+    print("| memory | " + " | ".join(f"R@{k}" for k in KS) + " |\n|---|" + "---|" * len(KS))
+    for name, by_k in margins.items():
+        cells = " | ".join(
+            f"{100 * d['difference']:+.1f} [{100 * d['ci_low']:+.1f}, {100 * d['ci_high']:+.1f}]"
+            f", p {d['p_value']:.4f}"
+            for d in by_k.values()
+        )
+        print(f"| {name} | {cells} |")
     data_file = Path(os.environ.get("HIMGA_DATA_DIR", ".")) / "longmemeval_oracle"
     data_file = data_file / "longmemeval_oracle.json"
     manifest = {
@@ -181,6 +221,7 @@ def main() -> None:
         ),
         "wall_time_s": round(elapsed, 1),
         "official": official,
+        "margin_over_bm25": margins,
         "recall": {
             name: {g: {k: round(v, 4) for k, v in row.items()} for g, row in by_group.items()}
             for name, by_group in rows.items()
