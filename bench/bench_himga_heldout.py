@@ -199,7 +199,7 @@ def main() -> None:
     for name, by_k in margins.items():
         cells = " | ".join(
             f"{100 * d['difference']:+.1f} [{100 * d['ci_low']:+.1f}, {100 * d['ci_high']:+.1f}]"
-            f", p {d['p_value']:.4f}"
+            f", p {'<1e-4' if d['p_value'] < 1e-4 else format(d['p_value'], '.4f')}"
             for d in by_k.values()
         )
         print(f"| {name} | {cells} |")
