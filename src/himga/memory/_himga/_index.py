@@ -372,8 +372,7 @@ class Index:
         )
         same_session.eliminate_zeros()
         return {
-            name: sp.csr_array(same_session) if name == "membership" else self._edges[name]
-            for name in EDGE_TYPES
+            name: same_session if name == "membership" else self._edges[name] for name in EDGE_TYPES
         }
 
     def propagate(self, seeds: NDArray[np.float64]) -> NDArray[np.float64]:
