@@ -8,9 +8,11 @@ providers and :mod:`himga.testing` proves that a memory honours its contract.
 
 from importlib.metadata import PackageNotFoundError, version
 
+from himga._errors import HimgaError, HimgaWarning
+
 try:
     __version__ = version("himga")
 except PackageNotFoundError:  # running from a source tree that was never installed
     __version__ = "0+unknown"
 
-__all__ = ["__version__"]
+__all__ = ["HimgaError", "HimgaWarning", "__version__"]
