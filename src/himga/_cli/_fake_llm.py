@@ -8,8 +8,6 @@ import sys
 import threading
 from typing import Any
 
-from himga._extras import MissingExtraError, require
-
 __all__ = ["register", "run"]
 
 
@@ -22,8 +20,7 @@ def register(commands: Any) -> None:
             "Serve himga.testing.llm_server.FakeLLMServer on 127.0.0.1 with the offline "
             "responder: answers are the first line of the retrieved context, judge verdicts "
             "come from word overlap with the gold answer, never from text of the prompt. "
-            "Prints the base URLs to export, then serves until interrupted (Ctrl-C, SIGTERM). "
-            "Needs the testing extra."
+            "Prints the base URLs to export, then serves until interrupted (Ctrl-C, SIGTERM)."
         ),
     )
     parser.add_argument("--port", type=int, default=8765, help="port (default 8765; 0: any free)")
@@ -43,11 +40,6 @@ def register(commands: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Serve until SIGINT or SIGTERM; 0 then, 2 on a bad option or a busy port."""
-    try:
-        require("hypothesis", extra="testing", purpose="himga fake-llm")
-    except MissingExtraError as exc:
-        print(f"himga fake-llm: error: {exc}", file=sys.stderr)
-        return 2
     from himga.testing.llm_server import FakeLLMServer, offline_responder
 
     try:

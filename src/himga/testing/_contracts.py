@@ -10,6 +10,7 @@ from himga._errors import HimgaError
 
 __all__ = [
     "CONTRACTS",
+    "DEFAULT_MAX_EXAMPLES",
     "Contract",
     "ContractViolation",
     "check_protocol_shape",
@@ -62,6 +63,10 @@ CONTRACTS: tuple[Contract, ...] = (
     ),
 )
 _IDS = frozenset(contract.id for contract in CONTRACTS)
+
+#: Generated programs per contract when the caller does not say (``check_memory``,
+#: ``check_contract``, ``himga check``).
+DEFAULT_MAX_EXAMPLES = 100
 
 
 class ContractViolation(HimgaError, AssertionError):
