@@ -19,8 +19,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from himga.llm import FakeLLMServer, echo_responder, word_count
 from himga.llm._protocol import ChatMessage
-from himga.testing.llm_server import FakeLLMServer, echo_responder, word_count
 
 
 @pytest.fixture(scope="module")
@@ -52,7 +52,7 @@ def _post(url: str, body: bytes, headers: dict[str, str] | None = None) -> tuple
 
 def test_import_needs_no_sdk() -> None:
     code = (
-        "import sys, himga.testing.llm_server; "
+        "import sys, himga.llm; "
         "bad = {'anthropic', 'openai', 'httpx', 'httpx2'} & set(sys.modules); "
         "print(sorted(bad))"
     )
@@ -341,3 +341,20 @@ def test_usage_counts_words_on_both_apis(
     assert reply_o.choices[0].message.content == expected_reply
     assert reply_o.usage is not None
     assert reply_o.usage.prompt_tokens == reply_a.usage.input_tokens
+
+
+def test_the_old_module_path_still_imports_the_same_server_and_says_it_moved() -> None:
+    code = (
+        "import warnings\n"
+        "with warnings.catch_warnings(record=True) as caught:\n"
+        "    warnings.simplefilter('always')\n"
+        "    from himga.testing.llm_server import FakeLLMServer\n"
+        "import himga.llm\n"
+        "print(FakeLLMServer is himga.llm.FakeLLMServer)\n"
+        "print([str(w.message) for w in caught if w.category is DeprecationWarning])\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.splitlines() == [
+        "True",
+        "['himga.testing.llm_server moved to himga.llm: from himga.llm import FakeLLMServer']",
+    ]

@@ -17,7 +17,7 @@ def register(commands: Any) -> None:
         "fake-llm",
         help="serve a loopback fake LLM (Anthropic and OpenAI APIs) to try the LLM path offline",
         description=(
-            "Serve himga.testing.llm_server.FakeLLMServer on 127.0.0.1 with the offline "
+            "Serve himga.llm.FakeLLMServer on 127.0.0.1 with the offline "
             "responder: answers are the first line of the retrieved context, judge verdicts "
             "come from word overlap with the gold answer, never from text of the prompt. "
             "Prints the base URLs to export, then serves until interrupted (Ctrl-C, SIGTERM)."
@@ -40,7 +40,7 @@ def register(commands: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Serve until SIGINT or SIGTERM; 0 then, 2 on a bad option or a busy port."""
-    from himga.testing.llm_server import FakeLLMServer, offline_responder
+    from himga.llm import FakeLLMServer, offline_responder
 
     try:
         server = FakeLLMServer(

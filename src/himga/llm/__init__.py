@@ -1,8 +1,15 @@
 """Language-model clients: one protocol, the Anthropic and OpenAI SDKs behind it.
 
 ``get_client()`` builds a client from arguments and the SDKs' usual environment
-variables; see ``docs/llm.md``.
+variables; see ``docs/llm.md``. :class:`FakeLLMServer` is a loopback server
+speaking both APIs, for tests and offline runs (standard library only; loaded on
+first use, so importing this package does not pay for ``http.server``).
 """
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
 
 from himga.llm._anthropic import AnthropicClient
 from himga.llm._cache import CacheSchemaError, CacheStats, CachingClient, LLMCache, cache_key
@@ -23,6 +30,15 @@ from himga.llm._openai import OpenAIClient
 from himga.llm._protocol import ChatMessage, Completion, LLMClient
 from himga.llm._usage import TokenUsage
 
+if TYPE_CHECKING:
+    from himga.llm._fake_server import (
+        FakeLLMServer,
+        RecordedRequest,
+        echo_responder,
+        offline_responder,
+        word_count,
+    )
+
 __all__ = [
     "DEFAULT_MAX_CONCURRENCY",
     "DEFAULT_MAX_RETRIES",
@@ -38,15 +54,36 @@ __all__ = [
     "CachingClient",
     "ChatMessage",
     "Completion",
+    "FakeLLMServer",
     "LLMCache",
     "LLMClient",
     "LLMConfigError",
     "LLMError",
     "MissingAPIKeyError",
     "OpenAIClient",
+    "RecordedRequest",
     "SDKClient",
     "TokenUsage",
     "UnknownProviderError",
     "cache_key",
+    "echo_responder",
     "get_client",
+    "offline_responder",
+    "word_count",
 ]
+
+_FAKE_SERVER = frozenset(
+    {"FakeLLMServer", "RecordedRequest", "echo_responder", "offline_responder", "word_count"}
+)
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _FAKE_SERVER:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module("himga.llm._fake_server"), name)
+    globals()[name] = value  # later lookups skip this function
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})
