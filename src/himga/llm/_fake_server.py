@@ -479,6 +479,9 @@ class _HTTPServer(ThreadingHTTPServer):
 
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"  # keep-alive, as the SDKs' connection pools expect
+    # The reply goes out in two writes (headers, then body): with Nagle on, the body
+    # waits for the client's delayed ACK of the headers, ~40 ms per keep-alive call.
+    disable_nagle_algorithm = True
     server: _HTTPServer
 
     def do_POST(self) -> None:
