@@ -34,10 +34,11 @@ if TYPE_CHECKING:
     from himga.llm._fake_server import (
         FakeLLMServer,
         RecordedRequest,
+        Responder,
         echo_responder,
         offline_responder,
-        word_count,
     )
+    from himga.llm._fake_wire import ChatRequest, Reply, Tool, ToolCall, word_count
 
 __all__ = [
     "DEFAULT_MAX_CONCURRENCY",
@@ -53,6 +54,7 @@ __all__ = [
     "CacheStats",
     "CachingClient",
     "ChatMessage",
+    "ChatRequest",
     "Completion",
     "FakeLLMServer",
     "LLMCache",
@@ -62,8 +64,12 @@ __all__ = [
     "MissingAPIKeyError",
     "OpenAIClient",
     "RecordedRequest",
+    "Reply",
+    "Responder",
     "SDKClient",
     "TokenUsage",
+    "Tool",
+    "ToolCall",
     "UnknownProviderError",
     "cache_key",
     "echo_responder",
@@ -72,15 +78,26 @@ __all__ = [
     "word_count",
 ]
 
-_FAKE_SERVER = frozenset(
-    {"FakeLLMServer", "RecordedRequest", "echo_responder", "offline_responder", "word_count"}
-)
+# The fake server's names, and the private module that defines each.
+_FAKE_SERVER = {
+    "FakeLLMServer": "_fake_server",
+    "RecordedRequest": "_fake_server",
+    "Responder": "_fake_server",
+    "echo_responder": "_fake_server",
+    "offline_responder": "_fake_server",
+    "ChatRequest": "_fake_wire",
+    "Reply": "_fake_wire",
+    "Tool": "_fake_wire",
+    "ToolCall": "_fake_wire",
+    "word_count": "_fake_wire",
+}
 
 
 def __getattr__(name: str) -> Any:
-    if name not in _FAKE_SERVER:
+    module = _FAKE_SERVER.get(name)
+    if module is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module("himga.llm._fake_server"), name)
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
     globals()[name] = value  # later lookups skip this function
     return value
 

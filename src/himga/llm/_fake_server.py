@@ -21,7 +21,7 @@ import threading
 import time
 import uuid
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -30,48 +30,35 @@ from typing import Any
 
 from typing_extensions import Self
 
+from himga.llm._fake_wire import (
+    BadReply,
+    BadRequest,
+    ChatRequest,
+    Reply,
+    check_reply,
+    error_body,
+    parse_request,
+    success_body,
+    word_count,
+)
 from himga.llm._protocol import ChatMessage
 
 __all__ = [
     "FakeLLMServer",
     "RecordedRequest",
+    "Responder",
     "echo_responder",
     "offline_responder",
     "word_count",
 ]
 
-Responder = Callable[[list[ChatMessage]], str]
+#: Answers one request. A function of ``list[ChatMessage]`` returning ``str`` fits
+#: too: a :class:`ChatRequest` is that list, and a ``str`` is a text reply.
+Responder = Callable[[ChatRequest], str | Reply]
 
 _STOP_WAIT = 10.0
 _ANTHROPIC_PATH = "/v1/messages"
 _OPENAI_PATH = "/v1/chat/completions"
-
-# Anthropic error ``type`` per status, as documented for the Messages API.
-_ANTHROPIC_ERROR_TYPES = {
-    400: "invalid_request_error",
-    401: "authentication_error",
-    403: "permission_error",
-    404: "not_found_error",
-    408: "timeout_error",
-    413: "request_too_large",
-    429: "rate_limit_error",
-    500: "api_error",
-    529: "overloaded_error",
-}
-# From API version 2026-10-21 (sent by anthropic SDK >= 2) any sampling parameter is a 400.
-_NO_SAMPLING_VERSION = "2026-10-21"
-_SAMPLING_PARAMETERS = ("temperature", "top_p", "top_k")
-_OPENAI_ERROR_TYPES = {
-    400: "invalid_request_error",
-    401: "invalid_request_error",
-    404: "invalid_request_error",
-    429: "rate_limit_exceeded",
-}
-
-
-def word_count(text: str) -> int:
-    """The fake server's token count for ``text``: its number of whitespace-separated words."""
-    return len(text.split())
 
 
 def echo_responder(messages: list[ChatMessage]) -> str:
@@ -139,9 +126,10 @@ class RecordedRequest:
     """One request the server received.
 
     ``api`` is ``"anthropic"``, ``"openai"`` or ``"unknown"``; ``messages`` is the
-    conversation as the responder saw it (OpenAI style, an Anthropic ``system``
-    parameter first as a ``"system"`` message; empty if the body was invalid);
-    ``status`` is the HTTP status sent back.
+    :class:`ChatRequest` the responder saw (or would have seen: OpenAI-style
+    messages, an Anthropic ``system`` parameter first as a ``"system"`` message,
+    with ``tools``, ``tool_choice`` and ``response_format``; empty if the body was
+    invalid); ``status`` is the HTTP status sent back.
     """
 
     api: str
@@ -149,10 +137,6 @@ class RecordedRequest:
     body: Any
     messages: list[ChatMessage]
     status: int
-
-
-class _BadRequest(Exception):
-    """The request body does not follow the wire format; the message says what is wrong."""
 
 
 class FakeLLMServer:
@@ -164,10 +148,18 @@ class FakeLLMServer:
             os.environ["ANTHROPIC_BASE_URL"] = server.anthropic_base_url
             os.environ["OPENAI_BASE_URL"] = server.openai_base_url
 
-    Replies come from ``responder(messages)``, which receives OpenAI-style
-    messages (an Anthropic ``system`` parameter becomes a leading ``"system"``
-    message). Token usage is counted in words (:func:`word_count`); a reply longer
-    than the request's ``max_tokens`` is cut to that many words and reported as
+    Each request that gets through (no fault) is answered by the next of the
+    scripted ``replies`` (:meth:`script` queues more) or, when none is left, by
+    ``responder(request)``. The :class:`ChatRequest` is the conversation as
+    OpenAI-style messages (an Anthropic ``system`` parameter becomes a leading
+    ``"system"`` message) and says which tools, tool choice and response format
+    the request asked for. A reply is a ``str`` or a :class:`Reply` with tool calls;
+    one a real model could not have given (text where a tool call is forced, a
+    call of a tool not offered, text that is not JSON under ``response_format``
+    ``json_object`` / ``json_schema``, or JSON without the schema's required keys)
+    is answered with a 500 saying why, as is a responder that raises. Token usage
+    is counted in words (:func:`word_count`); a text longer than the request's
+    ``max_tokens`` is cut to that many words and reported as
     ``stop_reason="max_tokens"`` / ``finish_reason="length"``.
 
     Faults, checked in this order for every request to a chat endpoint:
@@ -188,8 +180,9 @@ class FakeLLMServer:
     Anthropic request needs an ``anthropic-version`` header, ``model``, an integer
     ``max_tokens`` and ``messages`` with only ``user``/``assistant`` roles (system
     prompts go in ``system``), and from version ``2026-10-21`` no ``temperature``,
-    ``top_p`` or ``top_k``, as the real API; violations get a 400 with an
-    ``invalid_request_error`` body.
+    ``top_p`` or ``top_k``, as the real API; an OpenAI ``json_object`` request must
+    say "json" in its messages, and a ``tool_choice`` must name an offered tool;
+    violations get a 400 with an ``invalid_request_error`` body.
 
     ``latency`` seconds are slept in every request before it is answered.
     ``port`` 0 (the default) binds a free port; ``base_url`` says which.
@@ -200,6 +193,7 @@ class FakeLLMServer:
         self,
         *,
         responder: Responder = echo_responder,
+        replies: Iterable[str | Reply] = (),
         latency: float = 0.0,
         faults: Sequence[int] = (),
         fail_first: int = 0,
@@ -234,6 +228,7 @@ class FakeLLMServer:
         self._idle = threading.Condition(self._lock)
         self._stopping = threading.Event()
         self._faults = deque(faults)
+        self._replies: deque[str | Reply] = deque(replies)
         self._attempts: dict[str, int] = {}
         self._requests: list[RecordedRequest] = []
         self._in_flight = 0
@@ -316,6 +311,21 @@ class FakeLLMServer:
         return self.base_url + "/v1"
 
     # -- fault control and observations ---------------------------------------------
+
+    def script(self, *replies: str | Reply) -> None:
+        """Answer the next ``len(replies)`` requests that get through with these, in order.
+
+        They come before the responder, after the faults: a faulted request
+        consumes none, so its retry gets the reply it was meant to.
+        """
+        with self._lock:
+            self._replies.extend(replies)
+
+    @property
+    def scripted(self) -> int:
+        """How many scripted replies are still queued."""
+        with self._lock:
+            return len(self._replies)
 
     def inject(self, *statuses: int) -> None:
         """Make the next ``len(statuses)`` chat requests fail with these statuses, in order."""
@@ -410,6 +420,12 @@ class FakeLLMServer:
             headers.get("x-api-key") == self._api_key or bearer == f"Bearer {self._api_key}"
         )
 
+    def _answer(self, request: ChatRequest) -> Reply:
+        with self._lock:
+            scripted = self._replies.popleft() if self._replies else None
+        reply = self.responder(request) if scripted is None else scripted
+        return Reply(reply) if isinstance(reply, str) else reply
+
     def _fault_for(self, messages: list[ChatMessage]) -> int | None:
         with self._lock:
             if self._faults:
@@ -437,34 +453,39 @@ class FakeLLMServer:
         api = {_ANTHROPIC_PATH: "anthropic", _OPENAI_PATH: "openai"}.get(path, "unknown")
         body: Any = None
         messages: list[ChatMessage] = []
-        status, reply = 500, _error_body(api, 500, "fake server failed")
+        status, reply = 500, error_body(api, 500, "fake server failed")
         extra: dict[str, str] = {}
         try:
             if api == "unknown":
-                status, reply = 404, _error_body(api, 404, f"no route for POST {path}")
+                status, reply = 404, error_body(api, 404, f"no route for POST {path}")
                 return status, extra, reply
             if self.latency:
                 self._stopping.wait(self.latency)
             if not self._authorized(headers):
-                status, reply = 401, _error_body(api, 401, "invalid api key")
+                status, reply = 401, error_body(api, 401, "invalid api key")
                 return status, extra, reply
             try:
                 body = json.loads(raw)
-                messages = _parse_request(api, body, headers)
-            except (ValueError, _BadRequest) as exc:
-                status, reply = 400, _error_body(api, 400, str(exc))
+                request = parse_request(api, body, headers)
+            except (ValueError, BadRequest) as exc:
+                status, reply = 400, error_body(api, 400, str(exc))
                 return status, extra, reply
+            messages = request
             fault = self._fault_for(messages)
             if fault is not None:
                 status, extra = fault, self._fault_headers()
-                reply = _error_body(api, fault, f"injected fault {fault}")
+                reply = error_body(api, fault, f"injected fault {fault}")
                 return status, extra, reply
             try:
-                text = self.responder(messages)
-            except Exception as exc:  # a responder bug must reach the client, not kill the thread
-                reply = _error_body(api, 500, f"responder raised {exc!r}")
+                answer = self._answer(request)
+                check_reply(request, answer)
+            except BadReply as exc:
+                reply = error_body(api, 500, f"unusable reply: {exc}")
                 return status, extra, reply
-            status, reply = 200, _success_body(api, body, messages, text)
+            except Exception as exc:  # a responder bug must reach the client, not kill the thread
+                reply = error_body(api, 500, f"responder raised {exc!r}")
+                return status, extra, reply
+            status, reply = 200, success_body(request, answer)
             return status, extra, reply
         finally:
             self._record(RecordedRequest(api, path, body, messages, status))
@@ -528,111 +549,3 @@ def _reason(status: int) -> str:
         return HTTPStatus(status).phrase
     except ValueError:
         return "Error"
-
-
-def _text_of(content: Any, where: str) -> str:
-    """The text of a message ``content``: a string or a list of text blocks/parts."""
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        texts = []
-        for block in content:
-            if not (isinstance(block, dict) and block.get("type") == "text"):
-                raise _BadRequest(f"{where}: only text content blocks are supported")
-            texts.append(str(block.get("text", "")))
-        return "".join(texts)
-    raise _BadRequest(f"{where}: content must be a string or a list of content blocks")
-
-
-def _parse_request(api: str, body: Any, headers: Any) -> list[ChatMessage]:
-    """The conversation in ``body``, OpenAI style; raises :class:`_BadRequest` if malformed."""
-    if not isinstance(body, dict):
-        raise _BadRequest("body: expected a JSON object")
-    if not isinstance(body.get("model"), str) or not body["model"]:
-        raise _BadRequest("model: field required")
-    raw_messages = body.get("messages")
-    if not isinstance(raw_messages, list) or not raw_messages:
-        raise _BadRequest("messages: expected a non-empty list")
-    allowed = (
-        {"user", "assistant"}
-        if api == "anthropic"
-        else {"system", "developer", "user", "assistant"}
-    )
-    messages: list[ChatMessage] = []
-    if api == "anthropic":
-        version = headers.get("anthropic-version")
-        if not version:
-            raise _BadRequest("anthropic-version: header is required")
-        sampling = [name for name in _SAMPLING_PARAMETERS if name in body]
-        if sampling and version >= _NO_SAMPLING_VERSION:
-            raise _BadRequest(f"{sampling[0]}: Extra inputs are not permitted")
-        if not isinstance(body.get("max_tokens"), int) or body["max_tokens"] < 1:
-            raise _BadRequest("max_tokens: field required (a positive integer)")
-        if "system" in body:
-            messages.append({"role": "system", "content": _text_of(body["system"], "system")})
-    for i, message in enumerate(raw_messages):
-        where = f"messages.{i}"
-        if not isinstance(message, dict) or message.get("role") not in allowed:
-            role = message.get("role") if isinstance(message, dict) else None
-            raise _BadRequest(
-                f"{where}.role: unexpected role {role!r}; expected one of {sorted(allowed)}"
-            )
-        messages.append(
-            {"role": message["role"], "content": _text_of(message.get("content"), where)}
-        )
-    return messages
-
-
-def _max_tokens(api: str, body: dict[str, Any]) -> int | None:
-    if api == "anthropic":
-        return int(body["max_tokens"])
-    value = body.get("max_completion_tokens", body.get("max_tokens"))
-    return int(value) if isinstance(value, int) else None
-
-
-def _success_body(api: str, body: dict[str, Any], messages: list[ChatMessage], text: str) -> Any:
-    limit = _max_tokens(api, body)
-    words = text.split()
-    truncated = limit is not None and len(words) > limit
-    if truncated:
-        text = " ".join(words[:limit])
-    input_tokens = sum(word_count(m["content"]) for m in messages)
-    output_tokens = word_count(text)
-    if api == "anthropic":
-        return {
-            "id": "msg_" + uuid.uuid4().hex,
-            "type": "message",
-            "role": "assistant",
-            "model": body["model"],
-            "content": [{"type": "text", "text": text}],
-            "stop_reason": "max_tokens" if truncated else "end_turn",
-            "stop_sequence": None,
-            "usage": {"input_tokens": input_tokens, "output_tokens": output_tokens},
-        }
-    return {
-        "id": "chatcmpl-" + uuid.uuid4().hex,
-        "object": "chat.completion",
-        "created": int(time.time()),
-        "model": body["model"],
-        "choices": [
-            {
-                "index": 0,
-                "message": {"role": "assistant", "content": text, "refusal": None},
-                "finish_reason": "length" if truncated else "stop",
-                "logprobs": None,
-            }
-        ],
-        "usage": {
-            "prompt_tokens": input_tokens,
-            "completion_tokens": output_tokens,
-            "total_tokens": input_tokens + output_tokens,
-        },
-    }
-
-
-def _error_body(api: str, status: int, message: str) -> Any:
-    if api == "openai":
-        kind = _OPENAI_ERROR_TYPES.get(status, "server_error")
-        return {"error": {"message": message, "type": kind, "param": None, "code": None}}
-    kind = _ANTHROPIC_ERROR_TYPES.get(status, "api_error")
-    return {"type": "error", "error": {"type": kind, "message": message}}
