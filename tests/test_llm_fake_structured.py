@@ -276,6 +276,15 @@ def test_a_forced_tool_must_be_offered_as_the_real_apis_say(fresh: FakeLLMServer
         )
 
 
+def test_a_streaming_request_is_refused_not_answered_in_the_wrong_format(
+    fresh: FakeLLMServer,
+) -> None:
+    with pytest.raises(openai.BadRequestError, match="does not stream"):
+        _openai(fresh).chat.completions.create(
+            model="m", messages=[{"role": "user", "content": "go"}], stream=True
+        )
+
+
 # -- the script queue -------------------------------------------------------------------
 
 

@@ -150,6 +150,8 @@ def parse_request(api: str, body: Any, headers: Any) -> ChatRequest:
         raise BadRequest("body: expected a JSON object")
     if not isinstance(body.get("model"), str) or not body["model"]:
         raise BadRequest("model: field required")
+    if body.get("stream"):
+        raise BadRequest("stream: the fake server does not stream; send stream=false")
     raw_messages = body.get("messages")
     if not isinstance(raw_messages, list) or not raw_messages:
         raise BadRequest("messages: expected a non-empty list")
