@@ -4,6 +4,10 @@ A subclass names the SDK's client classes and says how to turn chat messages
 into a request and a reply into a :class:`Completion`; retries are left to the SDK
 (``max_retries``), which backs off on 408/409/429/5xx (Anthropic's 529 included)
 and connection errors, honouring ``retry-after-ms`` / ``retry-after``.
+
+The SDKs' ``timeout`` limits each wait for the network, not an attempt: a server
+that sends a byte now and then is never cut off, and ``retry-after`` can ask for
+long waits. So every call also has a total deadline, :attr:`SDKClient.deadline`.
 """
 
 from __future__ import annotations
@@ -11,8 +15,9 @@ from __future__ import annotations
 import asyncio
 import os
 import threading
+import time
 from abc import ABC, abstractmethod
-from collections.abc import AsyncGenerator, Sequence
+from collections.abc import AsyncGenerator, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 from urllib.parse import urlsplit, urlunsplit
@@ -23,6 +28,13 @@ from himga.llm._protocol import ChatMessage, Completion
 from himga.llm._usage import TokenUsage, UsageCounter
 
 __all__ = ["SDKClient", "check_roles", "public_url"]
+
+# Both SDKs wait 0.5 s before the first retry, doubling up to 8 s (minus jitter),
+# unless the server asks for another wait: the deadline allows the former only.
+_FIRST_BACKOFF = 0.5
+_LAST_BACKOFF = 8.0
+# Room for what is not waiting on the network (building the request, parsing).
+_DEADLINE_MARGIN = 1.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,6 +53,11 @@ class SDKClient(ABC):
     life (``asyncio.run`` twice, say): each loop gets its own semaphore of
     ``max_concurrency`` permits and its own async SDK client. ``chat`` uses one
     blocking SDK client shared by all threads. Every call adds to :attr:`usage`.
+
+    Every call, retries and their waits included, ends within :attr:`deadline`
+    (``timeout`` per attempt it may make, plus the back-off between them) or
+    raises :class:`LLMError`, whatever the server does: never answer, drip bytes,
+    or ask for long ``retry-after`` waits.
 
     With ``cache`` (a path or an :class:`~himga.llm.LLMCache`) a request asked
     before -- same provider, model, temperature, reply budget and messages -- is
@@ -117,6 +134,14 @@ class SDKClient(ABC):
         return self._base_url if self._base_url is not None else self._default_base_url
 
     @property
+    def deadline(self) -> float:
+        """Seconds a call may take in all: ``timeout`` for each of its ``max_retries + 1``
+        attempts, the SDKs' longest back-off before each retry (0.5 s, doubling, at
+        most 8 s) and 1 s of margin: 736.5 s with the defaults."""
+        backoff = sum(min(_FIRST_BACKOFF * 2.0**i, _LAST_BACKOFF) for i in range(self.max_retries))
+        return self.timeout * (self.max_retries + 1) + backoff + _DEADLINE_MARGIN
+
+    @property
     def usage(self) -> TokenUsage:
         """Calls and tokens so far, over ``chat`` and ``achat`` together."""
         return self._usage.snapshot()
@@ -139,11 +164,15 @@ class SDKClient(ABC):
             if self._sync_sdk is None:
                 self._sync_sdk = self._new_sdk(asynchronous=False)
             sdk = self._sync_sdk
+        deadline = self.deadline
         try:
-            reply = self._send(sdk, request)
+            reply = _within(deadline, lambda: self._send(sdk, request))
         except self._sdk_error as exc:
             self._usage.add_failure()
             raise self._failure(exc) from exc
+        except TimeoutError as exc:
+            self._usage.add_failure()
+            raise self._overdue(deadline) from exc
         return self._completed(reply, key).text
 
     async def achat(
@@ -157,11 +186,16 @@ class SDKClient(ABC):
             return hit
         state = await self._loop_state()
         async with state.semaphore:
+            deadline = self.deadline
             try:
-                reply = await self._asend(state.sdk, request)
+                # Cancelling the SDK call at the deadline closes its connection.
+                reply = await asyncio.wait_for(self._asend(state.sdk, request), deadline)
             except self._sdk_error as exc:
                 self._usage.add_failure()
                 raise self._failure(exc) from exc
+            except asyncio.TimeoutError as exc:  # TimeoutError's alias from Python 3.11 on
+                self._usage.add_failure()
+                raise self._overdue(deadline) from exc
         return self._completed(reply, key)
 
     def close(self) -> None:
@@ -263,6 +297,16 @@ class SDKClient(ABC):
             status_code=status if isinstance(status, int) else None,
         )
 
+    def _overdue(self, deadline: float) -> LLMError:
+        return LLMError(
+            f"{self.provider} call to model {self._model!r} at {public_url(self.base_url)} failed: "
+            f"no complete reply within its deadline of {deadline:g} s (timeout={self.timeout:g} s "
+            f"per attempt, max_retries={self.max_retries})",
+            provider=self.provider,
+            model=self._model,
+            status_code=None,
+        )
+
     # -- provider specifics ---------------------------------------------------------------
 
     @abstractmethod
@@ -293,6 +337,33 @@ class SDKClient(ABC):
     @abstractmethod
     def _parse(self, reply: Any) -> Completion:
         """The :class:`Completion` in an SDK reply; LLMError if it holds no text."""
+
+
+def _within(seconds: float, call: Callable[[], Any]) -> Any:
+    """``call()``'s result or exception, or :class:`TimeoutError` after ``seconds``.
+
+    A blocking SDK call cannot be interrupted, so it runs in a daemon thread that
+    is left behind at the deadline: it ends when the server answers or closes
+    (its reply is dropped), and never keeps the process alive.
+    """
+    outcome: list[Any] = []
+    failure: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            outcome.append(call())
+        except BaseException as exc:  # handed to the caller's thread, re-raised there
+            failure.append(exc)
+
+    worker = threading.Thread(target=run, name="himga-llm-call", daemon=True)
+    started = time.monotonic()
+    worker.start()
+    worker.join(seconds)
+    if worker.is_alive():
+        raise TimeoutError(f"no reply after {time.monotonic() - started:.3g} s")
+    if failure:
+        raise failure[0]
+    return outcome[0]
 
 
 def check_roles(messages: Sequence[ChatMessage], allowed: frozenset[str]) -> None:
