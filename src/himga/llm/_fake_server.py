@@ -57,6 +57,7 @@ __all__ = [
 Responder = Callable[[ChatRequest], str | Reply]
 
 _STOP_WAIT = 10.0
+_MAX_PORT = 65535
 _ANTHROPIC_PATH = "/v1/messages"
 _OPENAI_PATH = "/v1/chat/completions"
 
@@ -206,6 +207,8 @@ class FakeLLMServer:
     ) -> None:
         if latency < 0:
             raise ValueError(f"latency must be >= 0 seconds, got {latency!r}")
+        if not 0 <= port <= _MAX_PORT:
+            raise ValueError(f"port must be in 0-{_MAX_PORT} (0: any free port), got {port!r}")
         if fail_first < 0:
             raise ValueError(f"fail_first must be >= 0, got {fail_first!r}")
         if not 0.0 <= fault_rate <= 1.0:
