@@ -11,6 +11,7 @@ import subprocess
 import sys
 import threading
 from collections.abc import Sequence
+from contextlib import closing
 from pathlib import Path
 
 import pytest
@@ -26,6 +27,7 @@ from himga.llm import (
     Completion,
     FakeLLMServer,
     LLMCache,
+    LLMConfigError,
     cache_key,
     get_client,
 )
@@ -253,3 +255,59 @@ def test_eval_llm_cache_makes_a_second_run_cost_no_calls(
 def test_llm_cache_needs_llm(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     assert main(["eval", "--llm-cache", str(tmp_path / "c.sqlite")]) == 2
     assert "--llm-cache needs --llm" in capsys.readouterr().err
+
+
+def _snapshot(path: Path) -> tuple[bytes, str, list[str]]:
+    """The file's bytes, its journal mode and its tables (read without writing)."""
+    with closing(sqlite3.connect(f"file:{path}?mode=ro", uri=True)) as db:
+        (mode,) = db.execute("PRAGMA journal_mode").fetchone()
+        tables = [n for (n,) in db.execute("SELECT name FROM sqlite_master ORDER BY name")]
+    return path.read_bytes(), mode, tables
+
+
+@pytest.mark.parametrize(
+    "schema",
+    [
+        ["CREATE TABLE notes (id INTEGER PRIMARY KEY, body TEXT)"],
+        # Even a file that has a table of the cache's name beside its own.
+        ["CREATE TABLE replies (x)", "CREATE TABLE accounts (id, balance)"],
+        ["CREATE TABLE replies (x)"],  # and one that has only half of the cache's tables
+    ],
+)
+def test_another_programs_sqlite_file_is_refused_and_left_unchanged(
+    tmp_path: Path, schema: list[str]
+) -> None:
+    path = tmp_path / "app.db"
+    with closing(sqlite3.connect(path)) as db:
+        for statement in schema:
+            db.execute(statement)
+        db.commit()
+    before = _snapshot(path)
+    with pytest.raises(CacheSchemaError, match=r"app\.db: not a himga LLM cache .*left unchanged"):
+        LLMCache(path)
+    assert _snapshot(path) == before
+    assert before[1] == "delete"  # not switched to WAL
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["app.db"]  # no -wal / -shm left
+
+
+def test_a_foreign_file_is_an_llm_configuration_error(tmp_path: Path) -> None:
+    path = tmp_path / "app.db"
+    with closing(sqlite3.connect(path)) as db:
+        db.execute("CREATE TABLE notes (body TEXT)")
+    with pytest.raises(LLMConfigError):  # what himga eval reports as a one-line error
+        get_client("openai", api_key="k", base_url="http://127.0.0.1:9/v1", cache=path)
+
+
+def test_a_directory_is_refused_with_its_path(tmp_path: Path) -> None:
+    with pytest.raises(CacheSchemaError, match="cannot open as an LLM cache"):
+        LLMCache(tmp_path)
+
+
+def test_an_existing_cache_reopens_with_its_entries(tmp_path: Path) -> None:
+    path = tmp_path / "llm.sqlite"
+    first = LLMCache(path)
+    first.put("k", Completion("reply", 1, 2, "m"))
+    first.close()
+    again = LLMCache(path)
+    assert again.get("k") == Completion("reply", 1, 2, "m")
+    again.close()

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from himga._errors import HimgaError
+from himga.llm._errors import LLMConfigError
 from himga.llm._protocol import ChatMessage, Completion, LLMClient
 
 __all__ = ["CacheSchemaError", "CacheStats", "CachingClient", "LLMCache", "as_cache", "cache_key"]
@@ -58,8 +58,16 @@ class CacheStats:
     misses: int
 
 
-class CacheSchemaError(HimgaError, ValueError):
-    """The file is not a himga LLM cache of this version."""
+class CacheSchemaError(LLMConfigError):
+    """The file is not a himga LLM cache of this version (or cannot be opened as one).
+
+    Raised before anything is written to it: another program's SQLite file is
+    left exactly as it was.
+    """
+
+
+# The cache's own tables: a file holding any other table belongs to someone else.
+_TABLES = frozenset({"meta", "replies"})
 
 
 class LLMCache:
@@ -77,40 +85,80 @@ class LLMCache:
         self._lock = threading.Lock()
         self._hits = 0
         self._misses = 0
-        # isolation_level=None: autocommit; each put is one committed transaction.
-        self._db = sqlite3.connect(
-            self.path,
-            timeout=_BUSY_TIMEOUT_MS / 1000,
-            isolation_level=None,
-            check_same_thread=False,
-        )
+        try:
+            # isolation_level=None: autocommit; each put is one committed transaction.
+            self._db = sqlite3.connect(
+                self.path,
+                timeout=_BUSY_TIMEOUT_MS / 1000,
+                isolation_level=None,
+                check_same_thread=False,
+            )
+        except sqlite3.Error as exc:  # a directory, an unreadable path
+            raise CacheSchemaError(f"{self.path}: cannot open as an LLM cache: {exc}") from exc
         try:
             self._db.execute(f"PRAGMA busy_timeout={_BUSY_TIMEOUT_MS}")
-            self._db.execute("PRAGMA journal_mode=WAL")
-            # FULL: a committed entry survives an OS crash, not only a killed process;
-            # one fsync per reply is nothing beside the call that produced it.
-            self._db.execute("PRAGMA synchronous=FULL")
-            self._db.execute(
-                "CREATE TABLE IF NOT EXISTS replies (key TEXT PRIMARY KEY, text TEXT NOT NULL, "
-                "input_tokens INTEGER NOT NULL, output_tokens INTEGER NOT NULL, "
-                "model TEXT NOT NULL)"
-            )
-            self._db.execute("CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value TEXT)")
-            self._db.execute(
-                "INSERT OR IGNORE INTO meta VALUES ('schema_version', ?)", (str(_SCHEMA_VERSION),)
-            )
-            (version,) = self._db.execute(
-                "SELECT value FROM meta WHERE name = 'schema_version'"
-            ).fetchone()
-        except sqlite3.DatabaseError as exc:
+            version = self._claim()
+            if version == str(_SCHEMA_VERSION):
+                # Only now that the file is known to be a cache: WAL lets readers
+                # never block the writer, and stays a property of the file.
+                self._db.execute("PRAGMA journal_mode=WAL")
+                # FULL: a committed entry survives an OS crash, not only a killed
+                # process; one fsync per reply is nothing beside the call behind it.
+                self._db.execute("PRAGMA synchronous=FULL")
+        except sqlite3.Error as exc:
             self._db.close()
             raise CacheSchemaError(f"{self.path}: not a himga LLM cache: {exc}") from exc
+        except CacheSchemaError:
+            self._db.close()
+            raise
         if version != str(_SCHEMA_VERSION):
             self._db.close()
             raise CacheSchemaError(
                 f"{self.path}: LLM cache schema version {version}, this himga writes "
                 f"{_SCHEMA_VERSION}; use another --llm-cache file"
             )
+
+    def _claim(self) -> str | None:
+        """The file's cache schema version, making an empty file a cache first.
+
+        One write-locked transaction, so two processes opening a new file at once
+        cannot see it half made; a file holding any table but the cache's own is
+        refused before anything is written to it.
+        """
+        self._db.execute("BEGIN IMMEDIATE")
+        try:
+            tables = {
+                name
+                for (name,) in self._db.execute(
+                    "SELECT name FROM sqlite_master WHERE type = 'table' "
+                    "AND name NOT LIKE 'sqlite_%'"
+                )
+            }
+            if tables and tables != _TABLES:
+                foreign = ", ".join(sorted(tables - _TABLES) or sorted(_TABLES - tables))
+                raise CacheSchemaError(
+                    f"{self.path}: not a himga LLM cache (tables {foreign} are not the "
+                    "cache's); it was left unchanged: use another --llm-cache file"
+                )
+            if not tables:
+                self._db.execute(
+                    "CREATE TABLE replies (key TEXT PRIMARY KEY, text TEXT NOT NULL, "
+                    "input_tokens INTEGER NOT NULL, output_tokens INTEGER NOT NULL, "
+                    "model TEXT NOT NULL)"
+                )
+                self._db.execute("CREATE TABLE meta (name TEXT PRIMARY KEY, value TEXT)")
+                self._db.execute(
+                    "INSERT INTO meta VALUES ('schema_version', ?)", (str(_SCHEMA_VERSION),)
+                )
+            row = self._db.execute(
+                "SELECT value FROM meta WHERE name = 'schema_version'"
+            ).fetchone()
+            self._db.execute("COMMIT")
+        except BaseException:
+            if self._db.in_transaction:
+                self._db.execute("ROLLBACK")
+            raise
+        return None if row is None else str(row[0])
 
     def __repr__(self) -> str:
         return f"LLMCache({str(self.path)!r})"
