@@ -23,6 +23,7 @@ from himga.eval import batch_judge
 from himga.llm import (
     CacheSchemaError,
     CachingClient,
+    CachingLLMClient,
     ChatMessage,
     Completion,
     FakeLLMServer,
@@ -311,3 +312,35 @@ def test_an_existing_cache_reopens_with_its_entries(tmp_path: Path) -> None:
     again = LLMCache(path)
     assert again.get("k") == Completion("reply", 1, 2, "m")
     again.close()
+
+
+@pytest.mark.parametrize("wrapped", [False, True])
+def test_a_forgotten_unusable_reply_is_asked_again_not_served_from_the_cache(
+    tmp_path: Path, wrapped: bool
+) -> None:
+    """A judge reply naming no verdict, once forgotten, is not the answer of the re-run."""
+    verdicts = iter(["I am not sure.", '{"label": "CORRECT"}'])
+    path = tmp_path / "llm.sqlite"
+    with FakeLLMServer(responder=lambda _: next(verdicts)) as server:
+
+        def client() -> CachingLLMClient:
+            url = server.openai_base_url
+            if wrapped:
+                return CachingClient(get_client("openai", api_key="k", base_url=url), path)
+            return get_client("openai", api_key="k", base_url=url, cache=path)
+
+        prompt: list[ChatMessage] = [{"role": "user", "content": "Gold answer: x"}]
+        first = client()
+        assert isinstance(first, CachingLLMClient)
+        assert asyncio.run(first.achat(prompt, max_tokens=10)).text == "I am not sure."
+        first.forget(prompt, max_tokens=10)  # what the judge does with an unusable reply
+        again = client()
+        assert asyncio.run(again.achat(prompt, max_tokens=10)).text == '{"label": "CORRECT"}'
+        assert asyncio.run(again.achat(prompt, max_tokens=10)).text == '{"label": "CORRECT"}'
+        assert server.request_count == 2  # the usable reply is cached as before
+
+
+def test_forgetting_without_a_cache_does_nothing() -> None:
+    client = get_client("openai", api_key="k", base_url="http://127.0.0.1:9/v1")
+    client.forget([{"role": "user", "content": "x"}])
+    assert client.cache_stats is None

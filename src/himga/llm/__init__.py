@@ -27,7 +27,7 @@ from himga.llm._factory import (
     get_client,
 )
 from himga.llm._openai import OpenAIClient
-from himga.llm._protocol import ChatMessage, Completion, LLMClient
+from himga.llm._protocol import CachingLLMClient, ChatMessage, Completion, LLMClient
 from himga.llm._usage import TokenUsage
 
 if TYPE_CHECKING:
@@ -53,6 +53,7 @@ __all__ = [
     "CacheSchemaError",
     "CacheStats",
     "CachingClient",
+    "CachingLLMClient",
     "ChatMessage",
     "ChatRequest",
     "Completion",

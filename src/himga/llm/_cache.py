@@ -182,6 +182,11 @@ class LLMCache:
         text, input_tokens, output_tokens, model = row
         return Completion(text, input_tokens, output_tokens, model)
 
+    def discard(self, key: str) -> None:
+        """Remove the entry under ``key`` (if any) and commit."""
+        with self._lock:
+            self._db.execute("DELETE FROM replies WHERE key = ?", (key,))
+
     def put(self, key: str, completion: Completion) -> None:
         """Store ``completion`` under ``key`` and commit; an existing entry is kept."""
         with self._lock:
@@ -265,6 +270,10 @@ class CachingClient:
         text = self.client.chat(messages, max_tokens=max_tokens)
         self.cache.put(key, Completion(text, 0, 0, self.model))
         return text
+
+    def forget(self, messages: Sequence[ChatMessage], /, *, max_tokens: int | None = None) -> None:
+        """Drop the stored reply to this request: the next identical one is asked again."""
+        self.cache.discard(self._key(messages, max_tokens))
 
     async def achat(
         self, messages: Sequence[ChatMessage], /, *, max_tokens: int | None = None

@@ -198,6 +198,16 @@ class SDKClient(ABC):
                 raise self._overdue(deadline) from exc
         return self._completed(reply, key)
 
+    def forget(self, messages: Sequence[ChatMessage], /, *, max_tokens: int | None = None) -> None:
+        """Drop the cached reply to this request (if any): the next identical one is sent.
+
+        For a reply the caller found unusable, e.g. a judge reply naming no verdict:
+        cached, it would be served again on every re-run. Without a cache, nothing.
+        """
+        key = self._cache_key(messages, self._max_tokens(max_tokens))
+        if key is not None and self.cache is not None:
+            self.cache.discard(key)
+
     def close(self) -> None:
         """Close the blocking SDK client (a later ``chat`` opens a new one)."""
         with self._lock:

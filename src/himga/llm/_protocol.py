@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol, TypedDict, runtime_checkable
 
-__all__ = ["ChatMessage", "Completion", "LLMClient"]
+__all__ = ["CachingLLMClient", "ChatMessage", "Completion", "LLMClient"]
 
 
 class ChatMessage(TypedDict):
@@ -58,4 +58,18 @@ class LLMClient(Protocol):
         self, messages: Sequence[ChatMessage], /, *, max_tokens: int | None = None
     ) -> Completion:
         """The reply to ``messages`` with its token usage."""
+        ...
+
+
+@runtime_checkable
+class CachingLLMClient(LLMClient, Protocol):
+    """An :class:`LLMClient` that may answer from a cache of earlier replies.
+
+    A caller that finds a reply unusable (a judge reply naming no verdict) calls
+    ``forget`` with the same request, so the unusable reply is not served again
+    and a later identical request reaches the model. Without a cache it does nothing.
+    """
+
+    def forget(self, messages: Sequence[ChatMessage], /, *, max_tokens: int | None = None) -> None:
+        """Drop the stored reply to this request, if there is one."""
         ...
