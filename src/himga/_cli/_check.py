@@ -12,13 +12,16 @@ from typing import Any
 
 from himga._extras import MissingExtraError, require
 from himga.memory import MemoryLoadError, PluginImportError, resolve_memory
+from himga.memory._registry import parse_memory_arguments
 from himga.testing import CONTRACTS, DEFAULT_MAX_EXAMPLES, ContractViolation
 
-__all__ = ["BROKEN_PIPE", "register", "run"]
+__all__ = ["BROKEN_PIPE", "INTERRUPTED", "register", "run"]
 
 # A closed stdout (`himga check X | head`) is neither a pass (0) nor a failing
 # contract (1): 141 is what a shell reports for a process killed by SIGPIPE.
 BROKEN_PIPE = 141
+# What a shell reports for a process stopped by SIGINT.
+INTERRUPTED = 130
 
 
 def register(commands: Any) -> None:
@@ -31,7 +34,9 @@ def register(commands: Any) -> None:
             "One line per contract: pass, FAIL (with the problem and a runnable minimal "
             "reproducer), skip (another contract's failure kept it from being checked) or "
             "n/a (search-returns-hits for a memory without search). Exit status: 0 all "
-            "pass, 1 a contract fails, 2 usage or import error, 141 stdout was closed."
+            "pass, 1 a contract fails (a memory that calls sys.exit or raises SystemExit "
+            "fails the contract whose call did it), 2 usage or import error, 130 interrupted "
+            "(Ctrl-C, or a memory raising KeyboardInterrupt), 141 stdout was closed."
         ),
     )
     parser.add_argument(
@@ -43,6 +48,14 @@ def register(commands: Any) -> None:
         "--list",
         action=_ListContracts,
         help="print every contract's id and what it promises, then exit (checks nothing)",
+    )
+    parser.add_argument(
+        "--memory-arg",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="keyword argument for the memory's factory, as himga eval takes it (repeatable; "
+        "VALUE is parsed as JSON when it parses, else kept as a string)",
     )
     parser.add_argument(
         "--max-examples",
@@ -109,9 +122,22 @@ def _error(message: str) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Check ``args.memory``: 0 all pass, 1 a contract fails, 2 cannot check, 141 closed stdout."""
+    """Check ``args.memory``: 0 all pass, 1 a contract fails, 2 cannot check, 130 interrupted,
+    141 closed stdout."""
     try:
         return _run(args)
+    except KeyboardInterrupt:
+        print(
+            "himga check: interrupted (Ctrl-C, or the memory raised KeyboardInterrupt): "
+            "nothing was proven",
+            file=sys.stderr,
+        )
+        return INTERRUPTED
+    except SystemExit as exc:
+        # Argument errors exit before this runs: a SystemExit here is the memory's own
+        # (sys.exit) from outside any contract's calls. Never a pass.
+        print(f"himga check: error: the memory called sys.exit({exc.code!r})", file=sys.stderr)
+        return 1
     except BrokenPipeError:
         # The reader went away (`| head`): stop quietly, and keep the interpreter's
         # final flush from failing again on the closed pipe.
@@ -134,7 +160,8 @@ def _run(args: argparse.Namespace) -> int:
     if unknown:
         return _error(f"unknown contract id {unknown[0]!r} (known: {', '.join(known)})")
     try:
-        factory = resolve_memory(args.memory).factory
+        arguments = parse_memory_arguments(args.memory_arg)
+        factory = resolve_memory(args.memory, arguments).factory
     except PluginImportError as exc:
         # The plug-in's own import failed: show where, not only what.
         traceback.print_exception(exc.__cause__ or exc, file=sys.stderr)
@@ -211,5 +238,7 @@ def _run(args: argparse.Namespace) -> int:
 def _searchable(factory: Any) -> bool:
     try:
         return callable(getattr(factory(), "search", None))
-    except Exception:  # reported by protocol-shape
+    except KeyboardInterrupt:
+        raise
+    except BaseException:  # SystemExit too: reported by protocol-shape
         return False

@@ -144,13 +144,22 @@ def _load_spec(spec: str, *, origin: str) -> MemoryFactory:
     module_name, _, attr_path = (part.strip() for part in spec.partition(":"))
     if not module_name or not attr_path or ":" in attr_path:
         raise MemoryLoadError(f"malformed {origin}: expected 'module:attr'")
+    if not all(part.isidentifier() for part in module_name.split(".")):
+        raise MemoryLoadError(
+            f"cannot load {origin}: {module_name!r} is not a module name; give the module's "
+            f"dotted import path (e.g. mypackage.memory), importable from the current "
+            f"directory ({os.getcwd()}) or an installed package, not a file path"
+        )
     try:
         module = importlib.import_module(module_name)
     except ModuleNotFoundError as exc:
         if exc.name is not None and (
             exc.name == module_name or module_name.startswith(exc.name + ".")
         ):
-            raise MemoryLoadError(f"cannot load {origin}: no module named {exc.name!r}") from exc
+            raise MemoryLoadError(
+                f"cannot load {origin}: no module named {exc.name!r} (the module must be "
+                f"importable from the current directory, {os.getcwd()}, or installed)"
+            ) from exc
         raise _import_failed(origin, module_name, exc) from exc
     except Exception as exc:
         raise _import_failed(origin, module_name, exc) from exc

@@ -46,7 +46,9 @@ def check_shape(factory: Callable[[], Any]) -> Any:
     """
     try:
         instance = factory()
-    except Exception as exc:
+    except KeyboardInterrupt:
+        raise
+    except BaseException as exc:  # SystemExit (sys.exit) too: the factory's failure
         raise ContractViolation(
             PROTOCOL_SHAPE, f"factory() raised {type(exc).__name__}: {exc}"
         ) from exc

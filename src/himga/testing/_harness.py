@@ -186,7 +186,9 @@ class Harness:
         self.trace.append(f"m{index + 1} = factory()")
         try:
             memory = self._factory()
-        except Exception as exc:
+        except KeyboardInterrupt:  # Ctrl-C, or a memory raising it: stop, do not judge
+            raise
+        except BaseException as exc:  # SystemExit (sys.exit) too: a memory's failure
             # The contract under check could not be exercised: report it under that one.
             blame = next(iter(self._checks)) if len(self._checks) == 1 else RETURNS_STR
             self._fail(blame, f"factory() raised {type(exc).__name__}: {exc}", exc)
@@ -473,7 +475,9 @@ class Harness:
                     lines.append(
                         f"twin.search({_literal(call[1])}, {call[2]})  # -> {_show(outputs[-1])}"
                     )
-        except Exception as exc:
+        except KeyboardInterrupt:  # Ctrl-C, or a memory raising it: stop, do not judge
+            raise
+        except BaseException as exc:  # SystemExit (sys.exit) too: a memory's failure
             lines.append(f"# raised {type(exc).__name__}: {exc}")
         return outputs
 
@@ -507,7 +511,9 @@ class Harness:
             self.trace.append(f"m{writer}.ingest({_message(message)}, {_session(session)})")
             after = first.retrieve(token)
             self.trace.append(f"m{watcher}.retrieve({token!r})  # -> {_show(str(after))}")
-        except Exception:
+        except KeyboardInterrupt:  # Ctrl-C, or a memory raising it: stop, do not judge
+            raise
+        except BaseException:  # SystemExit (sys.exit) too: a memory's failure
             before = after = None
         if before == after:
             del self.trace[shown:]  # no evidence: keep the reproducer minimal
@@ -520,7 +526,9 @@ class Harness:
     def _call(self, index: int, method: str, *args: Any) -> Any:
         try:
             output = getattr(self.memories[index], method)(*args)
-        except Exception as exc:
+        except KeyboardInterrupt:  # Ctrl-C, or a memory raising it: stop, do not judge
+            raise
+        except BaseException as exc:  # SystemExit (sys.exit) too: a memory's failure
             where = raised_at(exc)
             problem = f"{method} raised {type(exc).__name__}: {exc}"
             if where:
@@ -554,7 +562,9 @@ class Harness:
                 if call[0] == "ingest":
                     twin.ingest(call[1], call[2])
             output = getattr(twin, method)(*args)
-        except Exception:
+        except KeyboardInterrupt:  # Ctrl-C, or a memory raising it: stop, do not judge
+            raise
+        except BaseException:  # SystemExit (sys.exit) too: a memory's failure
             return False
         if method == "retrieve":
             return isinstance(output, str)
@@ -586,7 +596,7 @@ class Harness:
         self,
         contract_id: str,
         problem: str,
-        cause: Exception | None = None,
+        cause: BaseException | None = None,
         *,
         expected: str | None = None,
     ) -> NoReturn:

@@ -1,0 +1,128 @@
+"""``himga check`` never passes a memory that exits, takes --memory-arg, explains bad specs."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from himga._cli._check import INTERRUPTED
+
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
+FAST = ["--max-examples", "5", "--derandomize"]
+
+MEMORIES = """
+import sys
+
+
+class Base:
+    def __init__(self, k=1):
+        self.k = k
+        self.lines = []
+
+    def ingest(self, message, session):
+        self.lines.append(message.content)
+
+    def retrieve(self, query):
+        return "\\n".join(self.lines[-self.k :]) if query.strip() else ""
+
+    def reset(self):
+        self.lines.clear()
+
+
+class ExitsZeroInRetrieve(Base):
+    def retrieve(self, query):
+        sys.exit(0)
+
+
+class RaisesSystemExitInIngest(Base):
+    def ingest(self, message, session):
+        raise SystemExit("done")
+
+
+class ExitsInFactory(Base):
+    def __init__(self):
+        sys.exit(0)
+
+
+class RaisesBaseException(Base):
+    def reset(self):
+        raise BaseException("bare")
+
+
+class Interrupts(Base):
+    def retrieve(self, query):
+        raise KeyboardInterrupt
+
+
+class NeedsK(Base):
+    def __init__(self, k):
+        if k != 3:
+            raise ValueError(f"k must be 3, got {k!r}")
+        super().__init__(k)
+"""
+
+
+def _check(tmp_path: Path, *argv: str) -> subprocess.CompletedProcess[str]:
+    (tmp_path / "exiting_memories.py").write_text(MEMORIES)
+    return subprocess.run(
+        [sys.executable, "-m", "himga", "check", *argv],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+
+
+@pytest.mark.parametrize(
+    ("memory", "line"),
+    [
+        ("ExitsZeroInRetrieve", "FAIL  retrieve-returns-str  retrieve raised SystemExit: 0"),
+        ("RaisesSystemExitInIngest", "FAIL  retrieve-returns-str  ingest raised SystemExit: done"),
+        ("ExitsInFactory", "FAIL  protocol-shape  factory() raised SystemExit: 0"),
+        ("RaisesBaseException", "raised BaseException: bare"),
+    ],
+)
+def test_a_memory_that_exits_fails_a_contract(tmp_path: Path, memory: str, line: str) -> None:
+    result = _check(tmp_path, f"exiting_memories:{memory}", *FAST)
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert line in result.stdout
+    assert "Traceback" not in result.stderr
+
+
+def test_a_memory_raising_keyboard_interrupt_is_never_a_pass(tmp_path: Path) -> None:
+    result = _check(tmp_path, "exiting_memories:Interrupts", *FAST)
+    assert result.returncode == INTERRUPTED
+    assert result.stderr.splitlines()[-1].startswith("himga check: interrupted")
+    assert "Traceback" not in result.stderr
+
+
+def test_memory_args_reach_the_factory(tmp_path: Path) -> None:
+    without = _check(tmp_path, "exiting_memories:NeedsK", *FAST)
+    assert without.returncode == 1  # k is required: protocol-shape fails on the factory
+    result = _check(tmp_path, "exiting_memories:NeedsK", "--memory-arg", "k=3", *FAST)
+    assert result.returncode == 0, result.stdout + result.stderr
+    wrong = _check(tmp_path, "exiting_memories:NeedsK", "--memory-arg", "k=4", *FAST)
+    assert wrong.returncode == 1
+    assert "k must be 3, got 4" in wrong.stdout
+
+
+@pytest.mark.parametrize(
+    "argv", [["--memory-arg", "k"], ["--memory-arg", "k=1", "--memory-arg", "k=2"]]
+)
+def test_a_malformed_memory_arg_is_a_one_line_error(tmp_path: Path, argv: list[str]) -> None:
+    result = _check(tmp_path, "exiting_memories:Base", *argv, *FAST)
+    assert result.returncode == 2
+    (line,) = result.stderr.splitlines()
+    assert line.startswith("himga check: error: memory argument")
+
+
+@pytest.mark.parametrize("spec", ["../../x:y", "dir/mod.py:Memory", "./mod:M"])
+def test_a_file_path_spec_says_the_module_must_be_importable(tmp_path: Path, spec: str) -> None:
+    result = _check(tmp_path, spec)
+    assert result.returncode == 2
+    (line,) = result.stderr.splitlines()
+    assert "is not a module name" in line
+    assert "importable from the current directory" in line
