@@ -8,9 +8,9 @@ first use, so importing this package does not pay for ``http.server``).
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from himga._lazy import lazy_names
 from himga.llm._anthropic import AnthropicClient
 from himga.llm._cache import CacheSchemaError, CacheStats, CachingClient, LLMCache, cache_key
 from himga.llm._client import SDKClient
@@ -94,14 +94,4 @@ _FAKE_SERVER = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    module = _FAKE_SERVER.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
-    globals()[name] = value  # later lookups skip this function
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *__all__})
+__getattr__, __dir__ = lazy_names(__name__, _FAKE_SERVER, globals())

@@ -13,6 +13,7 @@ import time
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 from himga._errors import HimgaError
@@ -99,31 +100,44 @@ class ChatRequest(list[ChatMessage]):
       (OpenAI's ``response_format``), and ``json_schema`` the schema of the last.
     """
 
-    api: str
-    body: Mapping[str, Any]
-    tools: tuple[Tool, ...]
-    tool_choice: str
-    response_format: str
-    json_schema: Mapping[str, Any] | None
-
     def __init__(
-        self,
-        messages: Sequence[ChatMessage],
-        *,
-        api: str,
-        body: Mapping[str, Any],
-        tools: tuple[Tool, ...] = (),
-        tool_choice: str = "auto",
-        response_format: str = "text",
-        json_schema: Mapping[str, Any] | None = None,
+        self, messages: Sequence[ChatMessage], *, api: str, body: Mapping[str, Any]
     ) -> None:
         super().__init__(messages)
         self.api = api
         self.body = body
-        self.tools = tools
-        self.tool_choice = tool_choice
-        self.response_format = response_format
-        self.json_schema = json_schema
+
+    # Read from the body on first use; parse_request reads each once, so a body
+    # that does not follow the API is refused (BadRequest) before any responder runs.
+    @cached_property
+    def tools(self) -> tuple[Tool, ...]:
+        """The tools offered, in order."""
+        if self.api == "anthropic":
+            return _anthropic_tools(self.body.get("tools"))
+        return _openai_tools(self.body.get("tools"))
+
+    @cached_property
+    def tool_choice(self) -> str:
+        """``"auto"``, ``"none"``, ``"required"`` or the one tool's name the request forces."""
+        if self.api == "anthropic":
+            return _anthropic_tool_choice(self.body.get("tool_choice"), self.tools)
+        return _openai_tool_choice(self.body.get("tool_choice"), self.tools)
+
+    @cached_property
+    def _format(self) -> tuple[str, Mapping[str, Any] | None]:
+        if self.api == "anthropic":
+            return "text", None
+        return _response_format(self.body.get("response_format"), self)
+
+    @property
+    def response_format(self) -> str:
+        """``"text"``, ``"json_object"`` or ``"json_schema"``."""
+        return self._format[0]
+
+    @property
+    def json_schema(self) -> Mapping[str, Any] | None:
+        """The schema a ``json_schema`` request gives; ``None`` for the others."""
+        return self._format[1]
 
     def tool(self, name: str) -> Tool:
         """The offered tool called ``name``; ``KeyError`` if none is."""
@@ -168,22 +182,11 @@ def parse_request(api: str, body: Any, headers: Any) -> ChatRequest:
         if "system" in body:
             messages.append({"role": "system", "content": _text_of(body["system"], "system")})
         messages.extend(_anthropic_messages(raw_messages))
-        tools = _anthropic_tools(body.get("tools"))
-        choice = _anthropic_tool_choice(body.get("tool_choice"), tools)
-        return ChatRequest(messages, api=api, body=body, tools=tools, tool_choice=choice)
-    messages.extend(_openai_messages(raw_messages))
-    tools = _openai_tools(body.get("tools"))
-    choice = _openai_tool_choice(body.get("tool_choice"), tools)
-    response_format, schema = _response_format(body.get("response_format"), messages)
-    return ChatRequest(
-        messages,
-        api=api,
-        body=body,
-        tools=tools,
-        tool_choice=choice,
-        response_format=response_format,
-        json_schema=schema,
-    )
+    else:
+        messages.extend(_openai_messages(raw_messages))
+    request = ChatRequest(messages, api=api, body=body)
+    _ = (request.tool_choice, request.response_format)  # read now: raise BadRequest now
+    return request
 
 
 def _text_of(content: Any, where: str) -> str:

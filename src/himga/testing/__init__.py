@@ -11,10 +11,10 @@ saying ``pip install 'himga[testing]'``.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from himga._extras import require
+from himga._lazy import lazy_names
 from himga.testing._contracts import (
     CONTRACTS,
     DEFAULT_MAX_EXAMPLES,
@@ -63,15 +63,10 @@ _NEEDS_HYPOTHESIS = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    module = _NEEDS_HYPOTHESIS.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+def _require_hypothesis(name: str) -> None:
     require("hypothesis", extra="testing", purpose=f"himga.testing.{name}")
-    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
-    globals()[name] = value  # later lookups skip this function
-    return value
 
 
-def __dir__() -> list[str]:
-    return sorted({*globals(), *__all__})
+__getattr__, __dir__ = lazy_names(
+    __name__, _NEEDS_HYPOTHESIS, globals(), before=_require_hypothesis
+)
