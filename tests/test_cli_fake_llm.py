@@ -2,8 +2,14 @@
 
 from __future__ import annotations
 
+import json
+import signal
 import socket
+import subprocess
+import sys
+from pathlib import Path
 
+import openai
 import pytest
 
 from himga._cli import main
@@ -33,3 +39,50 @@ def test_a_busy_port_is_a_one_line_error(capsys: pytest.CaptureFixture[str]) -> 
 def test_the_library_refuses_the_port_before_binding() -> None:
     with pytest.raises(ValueError, match="port must be in 0-65535"):
         FakeLLMServer(port=70000)
+
+
+def test_a_responder_module_answers_in_place_of_the_offline_one(tmp_path: Path) -> None:
+    (tmp_path / "scripted_llm.py").write_text(
+        "import json\n"
+        "def facts(request):\n"
+        "    return json.dumps({'facts': [request[-1]['content']]})\n"
+    )
+    server = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "himga",
+            "fake-llm",
+            "--port",
+            "0",
+            "--responder",
+            "scripted_llm:facts",
+        ],
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert server.stdout is not None
+        base_url = server.stdout.readline().split()[4]
+        client = openai.OpenAI(api_key="fake", base_url=base_url + "/v1", max_retries=0)
+        reply = client.chat.completions.create(
+            model="fake",
+            messages=[{"role": "user", "content": "json please: I live in Oslo"}],
+            response_format={"type": "json_object"},
+        )
+    finally:
+        server.send_signal(signal.SIGTERM)
+        server.communicate(timeout=30)
+    assert json.loads(reply.choices[0].message.content or "") == {
+        "facts": ["json please: I live in Oslo"]
+    }
+
+
+@pytest.mark.parametrize("spec", ["nosuchmodule_x:f", "json:no_such_function", "../x:f", "json"])
+def test_a_responder_that_cannot_be_loaded_is_a_one_line_error(
+    spec: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["fake-llm", "--port", "0", "--responder", spec]) == 2
+    (line,) = capsys.readouterr().err.splitlines()
+    assert line.startswith(f"himga fake-llm: error: --responder {spec!r}")

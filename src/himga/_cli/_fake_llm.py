@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import argparse
+import importlib
+import os
 import signal
 import sys
 import threading
@@ -35,7 +37,33 @@ def register(commands: Any) -> None:
         help="share of requests failing with 429 / 500 / 529 (seeded; default 0)",
     )
     parser.add_argument("--seed", type=int, default=0, help="seed of the fault draws")
+    parser.add_argument(
+        "--responder",
+        metavar="MODULE:ATTR",
+        default=None,
+        help="answer with this himga.llm.Responder instead (a callable taking the "
+        "ChatRequest, returning str or Reply; the module importable from the current "
+        "directory), e.g. to script JSON or tool-call replies",
+    )
     parser.set_defaults(handler=run)
+
+
+def _load(spec: str) -> Any:
+    """The callable ``module:attr`` names, resolved as ``himga check`` resolves memories."""
+    module_name, _, attr = spec.partition(":")
+    if not attr or not all(part.isidentifier() for part in module_name.split(".")):
+        raise ValueError(f"--responder {spec!r}: expected MODULE:ATTR, the module importable")
+    if os.getcwd() not in sys.path and "" not in sys.path:
+        sys.path.insert(0, os.getcwd())
+    try:
+        loaded: Any = importlib.import_module(module_name)
+        for part in attr.split("."):
+            loaded = getattr(loaded, part)
+    except (ImportError, AttributeError) as exc:
+        raise ValueError(f"--responder {spec!r}: {exc}") from exc
+    if not callable(loaded):
+        raise ValueError(f"--responder {spec!r}: {loaded!r} is not callable")
+    return loaded
 
 
 def run(args: argparse.Namespace) -> int:
@@ -43,8 +71,9 @@ def run(args: argparse.Namespace) -> int:
     from himga.llm import FakeLLMServer, offline_responder
 
     try:
+        responder = offline_responder if args.responder is None else _load(args.responder)
         server = FakeLLMServer(
-            responder=offline_responder,
+            responder=responder,
             latency=args.latency,
             fault_rate=args.fault_rate,
             seed=args.seed,
