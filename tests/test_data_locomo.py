@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 from hypothesis import given
 
+from himga.benchmarks.locomo import code_of, normalise_evidence
 from himga.data import (
     Category,
     DatasetError,
@@ -24,7 +25,6 @@ from himga.data import (
     Sample,
     load_dataset,
 )
-from himga.benchmarks.locomo import code_of, normalise_evidence
 from himga.data._load import _summarised
 from tests.data_fixtures import locomo_samples, write_json
 

@@ -8,10 +8,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from himga.benchmarks.locomo import locomo_f1
 from himga.data.schema import Category
 from himga.eval import compute_metrics, context_containment
 from himga.eval._ranking import RANK_KS
-from himga.benchmarks.locomo import locomo_f1
 from tests.test_eval_support import make_result
 
 

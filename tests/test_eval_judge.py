@@ -17,7 +17,6 @@ from himga.eval.judge import UnjudgeableError
 from himga.llm._protocol import ChatMessage
 from tests.test_eval_support import ScriptedLLM, make_result
 
-
 JUDGE_PROMPTS = {**LOCOMO_PROMPTS, **LONGMEMEVAL_PROMPTS}
 
 
