@@ -17,6 +17,7 @@ from himga.benchmarks import (
     Benchmark,
     BenchmarkLoadError,
     UnknownDatasetError,
+    _registry,
     find_benchmark,
     get_benchmark,
     register_benchmark,
@@ -109,7 +110,11 @@ def test_an_entry_point_benchmark_runs_through_eval_and_report(
     assert "KW" in report
 
 
-def test_register_benchmark_makes_it_loadable_and_evaluable(tmp_path: Path) -> None:
+def test_register_benchmark_makes_it_loadable_and_evaluable(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # This test's registration must not leak into the other tests of the process.
+    monkeypatch.setattr(_registry, "_registered", {})
     toy: Benchmark = ToyQA(name="toyqa-registered")
     register_benchmark(toy, replace=True)
     with pytest.raises(BenchmarkLoadError, match="already registered"):
