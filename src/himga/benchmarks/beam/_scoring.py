@@ -80,9 +80,7 @@ def align(
     used: set[int] = set()
     aligned: list[str] = []
     for j, item in enumerate(system):
-        match = next(
-            (i for i in range(len(reference)) if i not in used and equivalent(i, j)), None
-        )
+        match = next((i for i in range(len(reference)) if i not in used and equivalent(i, j)), None)
         if match is None:
             aligned.append(item)
         else:
