@@ -189,7 +189,7 @@ def test_the_benchmark_downloads_its_tier_from_the_url_override(
 ) -> None:
     # The shared conversations (1-10) as the repository at the pinned commit serves them.
     kept = [entry for entry in FILES["100K"] if (shared_tier / entry[0]).is_file()]
-    monkeypatch.setitem(FILES, "100K", tuple(kept))  # type: ignore[index]
+    monkeypatch.setitem(FILES, "100K", tuple(kept))
     for name, _, _ in kept:
         server.routes[f"/chats/100K/{name}"] = (shared_tier / name).read_bytes()
     monkeypatch.setenv("HIMGA_BEAM_URL", server.base)
