@@ -28,7 +28,7 @@ SHARED_BEAM = Path(__file__).resolve().parent.parent.parent / "shared" / "datase
 @pytest.fixture(scope="module")
 def shared_tier() -> Path:
     """``chats/100K`` of the shared BEAM copy: fails under CI when missing, else skips."""
-    root = Path(os.environ.get("HIMGA_DATA_DIR", SHARED_BEAM)) / "beam" / "chats" / "100K"
+    root = Path(os.environ.get("HIMGA_DATA_DIR") or SHARED_BEAM) / "beam" / "chats" / "100K"
     if not (root / "1" / "chat.json").is_file():
         message = f"the shared BEAM data is missing: {root / '1' / 'chat.json'}"
         if os.environ.get("CI") == "true":
