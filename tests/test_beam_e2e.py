@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from himga._cli import main
 from himga.agent import BaseAgent
 from himga.benchmarks import _registry, get_benchmark
 from himga.benchmarks.beam import BeamBenchmark, BeamJudge
@@ -107,3 +108,26 @@ def test_answered_and_judged_by_the_fake_llm(
         else:
             assert intended == 0.5  # every rubric item half met
             assert official_score == 0.0  # int(0.5)
+
+
+@pytest.mark.parametrize("layout", ["checkout", "tier"])
+def test_datasets_path_takes_a_checkout_or_a_tier_folder(
+    data_dir: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    layout: str,
+) -> None:
+    monkeypatch.setenv("HIMGA_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.delenv("HIMGA_DATA_DIR", raising=False)
+    checkout = tmp_path / "BEAM"
+    (checkout / "chats").mkdir(parents=True)
+    (checkout / "chats" / "100K").symlink_to(data_dir / "beam" / "chats" / "100K")
+    given = checkout if layout == "checkout" else checkout / "chats" / "100K"
+    assert main(["datasets", "beam-100k", "--path", str(given)]) == 0
+    out = capsys.readouterr().out
+    assert f"resolves to {checkout / 'chats' / '100K'} (from path)" in out
+    assert "samples 10 | sessions 39 | turns 2,362 | questions 200" in out
+    # The 500K tier is not in it, and a 100K folder is never taken for another tier.
+    main(["datasets", "beam-500k", "--path", str(given)])
+    assert f"{given} holds no copy of 'beam-500k'" in capsys.readouterr().out
