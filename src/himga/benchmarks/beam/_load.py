@@ -24,8 +24,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Collection, Iterator, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Collection, Iterator, Mapping
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -127,11 +126,14 @@ def iter_beam(
         yield parser.sample(history_file(conversation, truncated=truncated))
 
 
-@dataclass
 class _History:
-    sessions: list[Session]
-    messages: dict[str, Message]
-    turn_extras: dict[str, dict[str, Any]]
+    """What a chat file gave so far: sessions, messages by turn id, turn extras."""
+
+    def __init__(self) -> None:
+        self.sessions: list[Session] = []
+        self.session_ids: set[str] = set()
+        self.messages: dict[str, Message] = {}
+        self.turn_extras: dict[str, dict[str, Any]] = {}
 
 
 class _Conversation:
@@ -146,7 +148,12 @@ class _Conversation:
 
     def sample(self, chat: Path) -> Sample:
         if not chat.is_file():
-            raise self.error(chat, None, "missing: a conversation folder needs chat.json")
+            plans = (
+                " (its plan-*/ folders are per-plan copies, not read)"
+                if any(self.folder.glob("plan-*"))
+                else ""
+            )
+            raise self.error(chat, None, f"missing: a conversation folder needs chat.json{plans}")
         history = self.history(chat)
         questions, extras = self.questions(self.folder / QUESTIONS_FILE, chat, history.messages)
         metadata: dict[str, Any] = {
@@ -166,7 +173,7 @@ class _Conversation:
     # -- the history ---------------------------------------------------------------
 
     def history(self, chat: Path) -> _History:
-        history = _History([], {}, {})
+        history = _History()
         try:
             for index, element in iter_json_array(chat):
                 self.element(chat, index, element, history)
@@ -210,8 +217,9 @@ class _Conversation:
         number = checked(error, batch, "batch_number", int, "batch_number")
         turns = checked(error, batch, "turns", list, "turns")
         session_id = f"batch-{number}" if plan is None else f"{plan}/batch-{number}"
-        if any(session.session_id == session_id for session in history.sessions):
+        if session_id in history.session_ids:
             raise error("batch_number", f"a second batch {number}")
+        history.session_ids.add(session_id)
         messages: list[Message] = []
         anchor: str | None = None
         for t, turn in enumerate(turns):
@@ -231,7 +239,7 @@ class _Conversation:
         )
 
     def message(
-        self, error: Any, field: str, raw: Any, history: _History
+        self, error: Callable[[str, str], DatasetError], field: str, raw: Any, history: _History
     ) -> tuple[Message, str | None]:
         if not isinstance(raw, dict):
             raise error(field, f"expected a message object, found {kind_of(raw)}")
