@@ -27,6 +27,7 @@ from collections.abc import Mapping, MutableMapping, Sequence
 
 from tqdm.auto import tqdm
 
+from himga.benchmarks._protocol import UnjudgeableError
 from himga.data.schema import Category
 from himga.eval._result import EvalResult
 from himga.llm._protocol import LLMClient
@@ -133,10 +134,6 @@ _LME_TYPED = {
     Category.KNOWLEDGE_UPDATE: "longmemeval-knowledge-update",
     Category.SINGLE_SESSION_PREFERENCE: "longmemeval-single-session-preference",
 }
-
-
-class UnjudgeableError(ValueError):
-    """The judge's reply names no verdict, or more than one."""
 
 
 class JudgeScores(list[float]):

@@ -6,6 +6,8 @@ import inspect
 from dataclasses import dataclass
 from typing import Any
 
+from himga._errors import HimgaError
+
 __all__ = [
     "CONTRACTS",
     "Contract",
@@ -62,7 +64,7 @@ CONTRACTS: tuple[Contract, ...] = (
 _IDS = frozenset(contract.id for contract in CONTRACTS)
 
 
-class ContractViolation(AssertionError):
+class ContractViolation(HimgaError, AssertionError):
     """A memory broke a contract.
 
     ``contract_id`` is one of the ids in :data:`CONTRACTS`; ``problem`` says what

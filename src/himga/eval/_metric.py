@@ -1,0 +1,64 @@
+"""What a metric is: :class:`Metric` (one value per question, aggregated per category)
+and :class:`RunMetric` (one JSON block over a whole run)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Literal
+
+if TYPE_CHECKING:
+    from himga.benchmarks._protocol import JSONValue
+    from himga.eval._result import EvalResult
+
+__all__ = ["Metric", "MetricNeed", "RunMetric", "mean"]
+
+MetricNeed = Literal["prediction", "judge", "context", "ranking"]
+"""What a question must have for a metric to be scored on it, each with its count in
+every block of :func:`~himga.eval.compute_metrics`: ``"prediction"`` an answer and no
+LLM error (``answered``), ``"judge"`` a judge score (``judged``), ``"context"`` an
+evidence turn with a text (``with_evidence``), ``"ranking"`` a ranking from ``search``
+and evidence turns (``ranked``)."""
+
+
+def mean(values: Sequence[float]) -> float | None:
+    """The arithmetic mean; ``None`` for no values."""
+    return sum(values) / len(values) if values else None
+
+
+@dataclass(frozen=True)
+class Metric:
+    """A per-question metric, defined once.
+
+    ``name`` is its key in :func:`~himga.eval.question_scores` and in every block of
+    :func:`~himga.eval.compute_metrics`; ``title`` its column title (``"R@10"``).
+    ``score(result, judge)`` is the question's value (``judge`` is its judge score,
+    ``None`` if not judged), ``None`` where the metric does not apply; it is only
+    asked of questions that have what ``needs`` says and no memory error. A block's
+    value is ``aggregate`` of its questions' values (the mean by default), ``None``
+    with none. ``in_table``: a column of ``himga eval``'s table (when any row has a
+    value).
+    """
+
+    name: str
+    title: str
+    needs: MetricNeed
+    score: Callable[[EvalResult, float | None], float | None]
+    higher_is_better: bool = True
+    in_table: bool = False
+    description: str = ""
+    aggregate: Callable[[Sequence[float]], float | None] = mean
+
+
+@dataclass(frozen=True)
+class RunMetric:
+    """A metric computed over a run as a whole, written under key ``name`` of metrics.json.
+
+    ``compute`` gets the run's results of the benchmark that contributes it (those
+    without a memory error) and returns a JSON-ready block, or ``None`` when it has
+    nothing to report (then the key is left out).
+    """
+
+    name: str
+    description: str
+    compute: Callable[[Sequence[EvalResult]], JSONValue | None]
