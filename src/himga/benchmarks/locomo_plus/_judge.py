@@ -13,15 +13,19 @@ filled with ``gold`` (the answer), ``pred`` (the prediction) and ``evidence``
 One difference, on purpose: upstream reads a reply without a JSON label by
 looking for the words "correct", "wrong", "partial" in it (so "incorrect" counts
 as correct) and scores any other reply 0; here such a reply raises
-:class:`~himga.eval.judge.UnjudgeableError`, so the run records it instead of a
+:class:`~himga.benchmarks.UnjudgeableError`, so the run records it instead of a
 silent score.
 """
 
 from __future__ import annotations
 
+import json
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from types import MappingProxyType
+
+from himga.benchmarks._protocol import JSONValue, JudgeRequest, UnjudgeableError
+from himga.eval._result import EvalResult
 
 # Verbatim from upstream's PROMPT_TEMPLATES (long lines included); its "default" is left
 # out: every category has its own template.
@@ -167,3 +171,51 @@ MAX_TOKENS = 512
 
 _LABEL = re.compile(r'"label"\s*:\s*["\']([^"\']+)["\']')
 _FENCE = re.compile(r"^```(?:json)?\s*|\s*```$")
+
+#: The prefix of this judge's template names (names are global across benchmarks).
+PREFIX = "locomo-plus-"
+
+
+class LocomoPlusJudge:
+    """Upstream's LLM-as-judge (see the module documentation).
+
+    Reads ``result.gold["upstream_category"]`` (which template) and
+    ``result.gold["evidence"]``; one request per result; parses to the label
+    (``"correct"``, ``"partial"``, ``"wrong"``); scores it 1 / 0.5 / 0.
+    """
+
+    prompts: Mapping[str, str] = MappingProxyType({PREFIX + k: v for k, v in PROMPTS.items()})
+
+    def requests(self, result: EvalResult) -> Sequence[JudgeRequest]:
+        """The filled template of the result's upstream category."""
+        category = result.gold["upstream_category"]
+        text = PROMPTS[category].format(
+            gold=result.answer, pred=result.prediction or "", evidence=result.gold["evidence"]
+        )
+        return (JudgeRequest(prompt=PREFIX + category, text=text, max_tokens=MAX_TOKENS),)
+
+    def parse(self, request: JudgeRequest, reply: str) -> JSONValue:
+        """The one label of ``reply``: its JSON object's ``"label"``, else the one
+        ``"label": "..."`` pair in it; :class:`UnjudgeableError` if none or several."""
+        del request  # every template asks for the same JSON reply
+        labels: set[str] = set()
+        try:
+            decoded = json.loads(_FENCE.sub("", reply.strip()))
+        except json.JSONDecodeError:
+            decoded = None
+        if isinstance(decoded, dict) and isinstance(decoded.get("label"), str):
+            labels.add(decoded["label"])
+        else:
+            labels.update(_LABEL.findall(reply))
+        normalised = {label.strip().lower() for label in labels}
+        if len(normalised) != 1 or not normalised <= LABEL_SCORES.keys():
+            raise UnjudgeableError(
+                f"expected one label of {sorted(LABEL_SCORES)} in a JSON reply, got {reply[:200]!r}"
+            )
+        return normalised.pop()
+
+    def score(self, result: EvalResult, parsed: Sequence[JSONValue]) -> float:
+        """Upstream's score of the label: correct 1.0, partial 0.5, wrong 0.0."""
+        del result
+        (label,) = parsed
+        return LABEL_SCORES[str(label)]
