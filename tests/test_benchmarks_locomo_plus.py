@@ -284,9 +284,9 @@ def test_real_unified_keeps_locomo_questions(shared_plus: Path, locomo: list[Sam
     hosts = unified[:10]
     assert [s.sample_id for s in hosts] == [s.sample_id for s in locomo]
     assert sum(len(s.qa_pairs) for s in hosts) == 1986
-    for got, original in zip(hosts, locomo):
+    for got, original in zip(hosts, locomo, strict=True):
         assert got.sessions == original.sessions
-        for qa, before in zip(got.qa_pairs, original.qa_pairs):
+        for qa, before in zip(got.qa_pairs, original.qa_pairs, strict=True):
             assert (qa.question_id, qa.category, qa.answer) == (
                 before.question_id,
                 before.category,
