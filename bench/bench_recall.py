@@ -98,7 +98,7 @@ def curves(
                 continue
             ranked = search(qa.question)
             row = [evidence_recall_at_k(ranked, qa.evidence_turns, k) for k in CURVE_KS]
-            per_question.setdefault(qa.category.value, []).append(row)
+            per_question.setdefault(qa.category, []).append(row)
             per_question.setdefault("all", []).append(row)
     return {
         group: {k: statistics.fmean(row[i] for row in rows) for i, k in enumerate(CURVE_KS)}

@@ -14,8 +14,7 @@ from typing import Any
 from himga._cli._runs import METRIC_TITLES, Run, RunReadError, load_run
 from himga._errors import HimgaError
 from himga._extras import MissingExtraError, require
-from himga.data.schema import Category
-from himga.eval._aggregate import question_scores
+from himga.eval import question_scores, result_groups
 from himga.eval._paired import DEFAULT_RESAMPLES, paired_differences
 
 __all__ = ["CompareError", "compare_runs", "register", "run"]
@@ -114,14 +113,9 @@ def _resolve_metric(name: str) -> str:
 
 
 def _groups(run: Run) -> dict[str, list[int]]:
-    groups: dict[str, list[int]] = {}
-    for category in Category:
-        members = [i for i, r in enumerate(run.results) if r.category is category]
-        if members:
-            groups[category.value] = members
-    everything = list(range(len(run.results)))
-    groups[OVERALL] = [i for i in everything if run.results[i].category is not Category.ADVERSARIAL]
-    groups[OVERALL_ALL] = everything
+    groups = result_groups(run.results)
+    groups[OVERALL] = groups.pop("overall")
+    groups[OVERALL_ALL] = groups.pop("overall_with_adversarial")
     return groups
 
 

@@ -7,9 +7,8 @@ import sys
 import warnings
 from typing import Any
 
+from himga.benchmarks import benchmarks
 from himga.data import (
-    DATASETS,
-    Category,
     DatasetError,
     DatasetNotFoundError,
     dataset_stats,
@@ -36,7 +35,7 @@ def register(commands: Any) -> None:
         "names",
         nargs="*",
         metavar="NAME",
-        help=f"datasets to show (default: all of {', '.join(DATASETS)})",
+        help="datasets to show (default: every registered benchmark)",
     )
     parser.add_argument("--path", help="read NAME from this file or directory (one NAME only)")
     parser.add_argument("--no-stats", action="store_true", help="only show where each resolves")
@@ -51,12 +50,12 @@ def register(commands: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     """Print the report; exit code 1 if a dataset that resolved is malformed, 2 on bad usage
     (said on stderr)."""
-    names: list[str] = args.names or list(DATASETS)
-    unknown = [n for n in names if n not in DATASETS]
+    known = benchmarks()
+    names: list[str] = args.names or list(known)
+    unknown = [n for n in names if n not in known]
     if unknown:
         print(
-            f"himga datasets: unknown dataset(s) {', '.join(unknown)}; "
-            f"known: {', '.join(DATASETS)}",
+            f"himga datasets: unknown dataset(s) {', '.join(unknown)}; known: {', '.join(known)}",
             file=sys.stderr,
         )
         return 2
@@ -65,8 +64,8 @@ def run(args: argparse.Namespace) -> int:
         return 2
     status = 0
     for name in names:
-        spec = DATASETS[name]
-        print(f"{name}: {spec.description} (license: {spec.license})")
+        benchmark = known[name]
+        print(f"{name}: {benchmark.description} (license: {benchmark.license})")
         try:
             resolution = resolve_dataset(name, path=args.path, download=False)
         except DatasetNotFoundError as exc:
@@ -87,8 +86,11 @@ def run(args: argparse.Namespace) -> int:
             f"  samples {stats.samples:,} | sessions {stats.sessions:,} | turns {stats.turns:,}"
             f" | questions {stats.questions:,} | ~{stats.approx_tokens:,} tokens"
         )
-        order = {category.value: i for i, category in enumerate(Category)}
-        per_category = sorted(stats.questions_per_category.items(), key=lambda kv: order[kv[0]])
+        order = {category: i for i, category in enumerate(benchmark.categories)}
+        per_category = sorted(
+            stats.questions_per_category.items(),
+            key=lambda kv: (order.get(kv[0], len(order)), kv[0]),
+        )
         print("  questions per category: " + ", ".join(f"{c} {n:,}" for c, n in per_category))
         for warning in caught:
             print(f"  warning: {warning.message}")

@@ -26,10 +26,11 @@ from himga.eval import (
     RunIdentity,
     batch_judge,
     compute_metrics,
+    format_table,
     run_eval,
 )
-from himga.eval._ranking import RANK_KS
 from himga.eval._run import memory_config
+from himga.eval.judge import prompt_hashes as judge_prompt_hashes
 from himga.llm._client import public_url
 
 __all__ = ["register", "run"]
@@ -251,10 +252,10 @@ def _show_warning(
 
 
 def _evaluate(args: argparse.Namespace) -> int:
+    from himga.benchmarks import get_benchmark
     from himga.data import load_dataset, resolve_dataset
     from himga.eval import AgentSpec, CheckpointMismatchError
     from himga.eval._shard import coverage
-    from himga.eval.judge import JUDGE_PROMPTS
     from himga.memory import (
         BaseMemory,
         memory_provenance,
@@ -307,6 +308,7 @@ def _evaluate(args: argparse.Namespace) -> int:
         [resolved.target.partition(":")[0].strip(), type(memory).__module__]
     )
     judge_identity = None
+    benchmark_judge = get_benchmark(args.dataset).judge
     if judging:
         assert llm is not None
         temperature = getattr(llm, "temperature", None)
@@ -314,7 +316,9 @@ def _evaluate(args: argparse.Namespace) -> int:
             "provider": llm.provider,
             "model": llm.model,
             "temperature": temperature if isinstance(temperature, (int, float)) else None,
-            "prompt_hashes": _hashes(JUDGE_PROMPTS),
+            "prompt_hashes": judge_prompt_hashes(
+                benchmark_judge.prompts if benchmark_judge else {}
+            ),
         }
     spec = AgentSpec(
         memory=args.memory, memory_arguments=resolved.arguments, llm=args.llm, model=args.model
@@ -423,7 +427,7 @@ def _evaluate(args: argparse.Namespace) -> int:
     if judge is not None:
         manifest["prompt_hashes"]["judge"] = judge.prompt_hashes
     _write_json(out / "manifest.json", manifest)
-    print(_redact(format_table(metrics)))
+    print(_redact(format_table(metrics, dataset=args.dataset)))
     counts = metrics["counts"]
     print(
         f"{counts['questions']} questions, {counts['memory_errors']} memory errors, "
@@ -520,13 +524,6 @@ def _resumable(checkpoint: Path, identity: RunIdentity, keys: set[tuple[str, str
     )
 
 
-def _hashes(templates: Mapping[str, str]) -> dict[str, str]:
-    return {
-        name: hashlib.sha256(text.encode("utf-8")).hexdigest()
-        for name, text in sorted(templates.items())
-    }
-
-
 def _now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
@@ -597,55 +594,3 @@ def _write_results(path: Path, results: Sequence[EvalResult], judge: JudgeScores
                 record["judge"] = None if score != score else score  # NaN -> null
                 record["judge_error"] = judge.errors.get(index)
             file.write(_redact(json.dumps(record, ensure_ascii=False)) + "\n")
-
-
-def _cell(value: Any) -> str:
-    if value is None:
-        return "-"
-    if isinstance(value, float):
-        return f"{value:.3f}"
-    return str(value)
-
-
-def format_table(metrics: Mapping[str, Any]) -> str:
-    """The per-category table of :func:`~himga.eval.compute_metrics` output, as text.
-
-    Columns without a value in any row (e.g. answer metrics of an offline run)
-    are left out, and so is ``mem-err`` (questions a memory call failed on,
-    excluded from the row's metrics) when no question failed.
-    """
-    columns = [
-        ("n", "questions"),
-        ("mem-err", "memory_errors"),
-        ("errors", "errors"),
-        ("judge", "judge"),
-        ("F1", "f1"),
-        ("BLEU-1", "bleu1"),
-        ("ctx-any", "context_recall_any"),
-        ("ctx-all", "context_recall_all"),
-        *((f"R@{k}", f"recall@{k}") for k in RANK_KS if k in (5, 10, 25, 50)),
-    ]
-    rows: list[tuple[str, Mapping[str, Any]]] = [
-        (name, block) for name, block in metrics["by_category"].items()
-    ]
-    rows.append(("overall (no adversarial)", metrics["overall"]))
-    rows.append(("overall (all)", metrics["overall_with_adversarial"]))
-    shown = [
-        (title, key)
-        for title, key in columns
-        if key in ("questions", "errors")
-        or (key == "memory_errors" and any(block.get(key) for _, block in rows))
-        or (key != "memory_errors" and any(block.get(key) is not None for _, block in rows))
-    ]
-    table = [["category", *(title for title, _ in shown)]]
-    table += [[name, *(_cell(block.get(key)) for _, key in shown)] for name, block in rows]
-    widths = [max(len(row[i]) for row in table) for i in range(len(table[0]))]
-    lines = [
-        "  ".join(
-            cell.ljust(width) if i == 0 else cell.rjust(width)
-            for i, (cell, width) in enumerate(zip(row, widths, strict=True))
-        )
-        for row in table
-    ]
-    lines.insert(1, "-" * len(lines[0]))
-    return "\n".join(lines)

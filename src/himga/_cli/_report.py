@@ -7,9 +7,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from himga._cli._eval import format_table
 from himga._cli._runs import METRIC_TITLES, Run, RunReadError, load_run
 from himga._extras import MissingExtraError, require
+from himga.eval import format_table
 
 __all__ = ["register", "run"]
 
@@ -141,7 +141,7 @@ def render_report(run: Run, figure: str) -> str:
             "## Results",
             "",
             "```text",
-            format_table(run.metrics),
+            format_table(run.metrics, dataset=run.manifest.get("dataset", {}).get("name")),
             "```",
             "",
             outcome,

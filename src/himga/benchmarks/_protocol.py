@@ -2,6 +2,9 @@
 
 Names as in the session design (design.md §3), with these refinements:
 
+* every data member (``name``, ..., ``metrics``; ``Judge.prompts``) is declared as a
+  read-only property: a plain or class attribute, a frozen dataclass field or a
+  property all satisfy it;
 * ``Benchmark.guidance(cache)`` -- the sentence an error prints when no copy is found
   (what to download, where to save it); ``download`` and ``guidance`` get the
   benchmark's own cache directory (``himga.data.cache_dir() / name``).
@@ -65,9 +68,11 @@ class Judge(Protocol):
     text), and scores the result from the parsed replies of its requests.
     """
 
-    prompts: Mapping[str, str]
-    """Every template by name. Names are global across benchmarks (prefix them
-    with the benchmark's name); the same name must always mean the same text."""
+    @property
+    def prompts(self) -> Mapping[str, str]:
+        """Every template by name. Names are global across benchmarks (prefix them with
+        the benchmark's name); the same name must always mean the same text."""
+        ...
 
     def requests(self, result: EvalResult) -> Sequence[JudgeRequest]:
         """The calls that judge ``result`` (``result.prediction`` is a ``str`` here)."""
@@ -95,20 +100,44 @@ class Benchmark(Protocol):
     Every question category it produces is a plain ``str``.
     """
 
-    name: str
-    """What ``--dataset`` takes and ``Sample.dataset`` holds, e.g. ``"locomo"``.
-    A dataset derived from it is named ``"<name>+<variant>"`` and keeps its rules."""
-    description: str
-    license: str
-    categories: Sequence[str]
-    """Its question categories, in report order (others found in a run follow)."""
-    headline_excludes: frozenset[str]
-    """Categories left out of the headline ``"overall"`` block (LoCoMo: adversarial)."""
-    judge: Judge | None
-    """``None``: no answer judge (only the offline metrics apply)."""
-    metrics: Sequence[Metric | RunMetric]
-    """Metrics of its own, added to (or, by name, replacing) the built-in ones for
-    its results; ``()`` for none."""
+    # Read-only properties, so a plain attribute, a class attribute, a frozen
+    # dataclass field or a property all implement them.
+    @property
+    def name(self) -> str:
+        """What ``--dataset`` takes and ``Sample.dataset`` holds, e.g. ``"locomo"``.
+        A dataset derived from it is named ``"<name>+<variant>"`` and keeps its rules."""
+        ...
+
+    @property
+    def description(self) -> str:
+        """One line for ``himga datasets``."""
+        ...
+
+    @property
+    def license(self) -> str:
+        """The data's license, e.g. ``"CC BY-NC 4.0"``."""
+        ...
+
+    @property
+    def categories(self) -> Sequence[str]:
+        """Its question categories, in report order (others found in a run follow)."""
+        ...
+
+    @property
+    def headline_excludes(self) -> frozenset[str]:
+        """Categories left out of the headline ``"overall"`` block (LoCoMo: adversarial)."""
+        ...
+
+    @property
+    def judge(self) -> Judge | None:
+        """Its answer judge; ``None``: none (only the offline metrics apply)."""
+        ...
+
+    @property
+    def metrics(self) -> Sequence[Metric | RunMetric]:
+        """Metrics of its own, added to (or, by name, replacing) the built-in ones for
+        its results; ``()`` for none."""
+        ...
 
     def locate(self, directory: Path) -> Path | None:
         """Its copy in ``directory`` (a directory that holds datasets), or ``None``.

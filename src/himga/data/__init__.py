@@ -1,4 +1,5 @@
-"""Benchmark data: the schema, the LoCoMo and LongMemEval loaders, their errors."""
+"""Benchmark data: the schema, resolution and loading of any registered benchmark
+(:mod:`himga.benchmarks`), the helpers a benchmark's loader uses, their errors."""
 
 from himga.data._distractors import with_distractors
 from himga.data._errors import (
@@ -14,13 +15,12 @@ from himga.data._errors import (
     UnverifiedDownloadWarning,
 )
 from himga.data._load import iter_dataset, load_dataset
-from himga.data._registry import DATASETS, DatasetSpec
+from himga.data._registry import DatasetSpec
 from himga.data._resolve import Resolution, cache_dir, resolve_dataset
 from himga.data._stats import DatasetStats, dataset_stats
 from himga.data.schema import Category, Message, QAPair, Sample, Session
 
 __all__ = [
-    "DATASETS",
     "Category",
     "ChecksumMismatchError",
     "DatasetError",

@@ -6,6 +6,7 @@ from os import PathLike
 from typing import Any
 
 from himga._errors import HimgaError, HimgaWarning
+from himga.benchmarks._registry import UnknownDatasetError
 
 __all__ = [
     "ChecksumMismatchError",
@@ -63,10 +64,6 @@ class ChecksumMismatchError(DatasetError):
     """A downloaded file does not have the pinned sha256; nothing was kept."""
 
 
-class UnknownDatasetError(HimgaError, ValueError):
-    """The dataset name is not one himga knows."""
-
-
 class DatasetNotFoundError(HimgaError, FileNotFoundError):
     """No copy of the dataset was found and none could be downloaded.
 
@@ -110,9 +107,9 @@ class DuplicateSessionWarning(DatasetWarning):
 
 
 class UnknownCategoryWarning(DatasetWarning):
-    """A LongMemEval ``question_type`` himga does not know; mapped to ``Category.UNKNOWN``."""
+    """A LongMemEval ``question_type`` himga does not know; kept as category ``"unknown"``."""
 
-    summary = "questions have an unknown question_type (kept as Category.UNKNOWN)"
+    summary = "questions have an unknown question_type (kept as category 'unknown')"
 
 
 class UnverifiedDownloadWarning(DatasetWarning):

@@ -9,10 +9,8 @@ from collections.abc import Generator, Iterable, Iterator
 from contextlib import closing
 from pathlib import Path
 
+from himga.benchmarks._registry import get_benchmark
 from himga.data._errors import DatasetError, DatasetWarning
-from himga.data._locomo import iter_locomo
-from himga.data._longmemeval import iter_longmemeval
-from himga.data._registry import get_spec
 from himga.data._resolve import Resolution, resolve_dataset
 from himga.data.schema import Sample
 
@@ -38,18 +36,20 @@ def iter_dataset(
     once per kind when iteration ends (:class:`DatasetWarning`: a count, with
     one line per quirk in ``details``), attributed to the caller's line.
     """
-    spec = get_spec(name)
+    benchmark = get_benchmark(name)
     if limit is not None and (isinstance(limit, bool) or limit < 0):
         raise ValueError(f"limit must be a non-negative int or None, got {limit!r}")
     if isinstance(ids, str):
         raise TypeError(f"ids must be a collection of sample ids, not the string {ids!r}")
     wanted = None if ids is None else frozenset(ids)
     resolution = resolve_dataset(name, path=path, download=download)
-    if spec.family == "locomo":
-        samples = iter_locomo(resolution.path, name, wanted)
-    else:
-        samples = iter_longmemeval(resolution.path, name, wanted)
+    samples = _generator(benchmark.load(resolution.path, wanted))
     return _select(_summarised(samples, name, resolution.path), resolution, limit, wanted)
+
+
+def _generator(samples: Iterator[Sample]) -> Generator[Sample, None, None]:
+    """``samples`` as a generator (``yield from`` closes it, if it can be, when closed)."""
+    yield from samples
 
 
 def load_dataset(

@@ -1,123 +1,64 @@
-"""The datasets himga knows: where their official copies live and how to check them."""
+"""``DatasetSpec``: a dataset published as one file, what a benchmark calls to find,
+download and describe its copy."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import os
 from dataclasses import dataclass
-from types import MappingProxyType
+from pathlib import Path
 
-from himga.data._errors import UnknownDatasetError
+from himga.data._download import download_file
 
-__all__ = ["DATASETS", "DatasetSpec", "get_spec"]
-
-_LOCOMO_COMMIT = "e76cdff4a04fce19090596d49862fe87a5c15aaa"
-_LONGMEMEVAL = "https://huggingface.co/datasets/xiaowu0162/longmemeval/resolve/main"
-_LONGMEMEVAL_CLEANED = "https://huggingface.co/datasets/xiaowu0162/longmemeval-cleaned/resolve/main"
+__all__ = ["DatasetSpec"]
 
 
 @dataclass(frozen=True)
 class DatasetSpec:
-    """A known dataset.
+    """A dataset published as one official file.
 
-    ``files`` are the file names a local copy may have, in order of preference
-    (the first one found in a directory is loaded). ``url`` is the official
-    download, saved as ``download_name``; ``sha256`` pins its content, ``None``
-    when it could not be verified when himga was written (then only the
-    file's shape is checked, and a warning says so). ``family`` is
-    ``"locomo"`` or ``"longmemeval"`` (the loader used).
+    ``files`` are the names a local copy may have, in order of preference;
+    ``directories`` the sub-directories of a data directory searched for them,
+    in order (the data directory itself is searched last). ``url`` is the
+    official download, saved as ``download_name``; ``sha256`` pins its content,
+    ``None`` when it could not be verified when himga was written (then only the
+    file's shape is checked, and a warning says so).
     """
 
     name: str
-    family: str
     description: str
     files: tuple[str, ...]
     url: str
     download_name: str
     sha256: str | None
     license: str
+    directories: tuple[str, ...] = ()
 
     @property
     def url_env(self) -> str:
         """The environment variable that overrides ``url`` (a mirror, or a test server)."""
         return f"HIMGA_{self.name.upper()}_URL"
 
+    def locate(self, directory: Path) -> Path | None:
+        """The first of ``files`` in ``directory/<d>`` for ``d`` in ``directories``, then
+        in ``directory`` itself; ``None`` when there is none."""
+        for place in (*(directory / d for d in self.directories), directory):
+            for name in self.files:
+                if (place / name).is_file():
+                    return place / name
+        return None
 
-def _longmemeval(
-    variant: str, description: str, base: str, remote: str, sha256: str | None = None
-) -> DatasetSpec:
-    name = f"longmemeval_{variant}"
-    return DatasetSpec(
-        name=name,
-        family="longmemeval",
-        description=description,
-        files=(f"{name}.json", name),
-        url=f"{base}/{remote}",
-        download_name=f"{name}.json",
-        sha256=sha256,
-        license="MIT",
-    )
+    def download(self, cache: Path, *, show_progress: bool) -> Path:
+        """The official file (``$HIMGA_<NAME>_URL`` overrides the URL), verified, saved
+        as ``cache/<download_name>``; see :func:`himga.data._download.download_file`."""
+        url = os.environ.get(self.url_env) or self.url
+        destination = cache / self.download_name
+        return download_file(url, destination, sha256=self.sha256, show_progress=show_progress)
 
-
-DATASETS: Mapping[str, DatasetSpec] = MappingProxyType(
-    {
-        spec.name: spec
-        for spec in (
-            DatasetSpec(
-                name="locomo",
-                family="locomo",
-                description="LoCoMo-10: 10 long two-person conversations, 1,986 questions",
-                files=("locomo10.json", "locomo10.zip"),
-                url=(
-                    "https://raw.githubusercontent.com/snap-research/locomo/"
-                    f"{_LOCOMO_COMMIT}/data/locomo10.zip"
-                ),
-                download_name="locomo10.zip",
-                sha256="5c342973da4b45c12583c9fc7594d6410880f5aba2c491a0db09db262c906fb5",
-                license="CC BY-NC 4.0",
-            ),
-            _longmemeval(
-                "s",
-                "LongMemEval_S: 500 questions, ~50 haystack sessions each (~115k tokens)",
-                _LONGMEMEVAL,
-                "longmemeval_s",
-            ),
-            _longmemeval(
-                "m",
-                "LongMemEval_M: 500 questions, ~500 haystack sessions each (2.7 GB)",
-                _LONGMEMEVAL,
-                "longmemeval_m",
-            ),
-            # Pinned to the file of ../shared/datasets, byte-identical to the cleaned
-            # release's longmemeval_oracle.json (15,388,478 bytes); the other
-            # LongMemEval files could not be fetched here to be hashed.
-            _longmemeval(
-                "oracle",
-                "LongMemEval oracle: 500 questions with only their evidence sessions",
-                _LONGMEMEVAL_CLEANED,
-                "longmemeval_oracle.json",
-                "821a2034d219ab45846873dd14c14f12cfe7776e73527a483f9dac095d38620c",
-            ),
-            _longmemeval(
-                "s_cleaned",
-                "LongMemEval_S, cleaned release (2025)",
-                _LONGMEMEVAL_CLEANED,
-                "longmemeval_s_cleaned.json",
-            ),
-            _longmemeval(
-                "m_cleaned",
-                "LongMemEval_M, cleaned release (2025)",
-                _LONGMEMEVAL_CLEANED,
-                "longmemeval_m_cleaned.json",
-            ),
+    def guidance(self, cache: Path) -> str:
+        """What to download and where to save it."""
+        checksum = f" (sha256 {self.sha256})" if self.sha256 else ""
+        return (
+            f"download {self.url}{checksum} and save it as "
+            f"$HIMGA_DATA_DIR/{self.name}/{self.download_name} "
+            f"or {cache / self.download_name}, or pass path=..."
         )
-    }
-)
-
-
-def get_spec(name: str) -> DatasetSpec:
-    """The spec of dataset ``name``; :class:`UnknownDatasetError` listing the known ones."""
-    try:
-        return DATASETS[name]
-    except KeyError:
-        known = ", ".join(DATASETS)
-        raise UnknownDatasetError(f"unknown dataset {name!r}; known: {known}") from None

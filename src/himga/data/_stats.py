@@ -40,7 +40,7 @@ def dataset_stats(samples: Iterable[Sample]) -> DatasetStats:
         for _, message in sample.iter_turns():
             n_turns += 1
             chars += len(message.content)
-        categories.update(qa.category.value for qa in sample.qa_pairs)
+        categories.update(qa.category for qa in sample.qa_pairs)
     return DatasetStats(
         samples=n_samples,
         sessions=n_sessions,

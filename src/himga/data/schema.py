@@ -13,16 +13,26 @@ what it must not is part of the schema:
 
 from __future__ import annotations
 
-import enum
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from enum import Enum
 from types import MappingProxyType
 from typing import Any
 
+from himga.benchmarks._compat import Category
 from himga.data._dates import parse_session_date
 
-__all__ = ["Category", "Message", "QAPair", "Sample", "Session"]
+__all__ = ["Category", "Message", "QAPair", "Sample", "Session", "plain_category"]
+
+
+def plain_category(category: str) -> str:
+    """``category`` as a plain ``str``: a str-enum member's value (an enum member hashes
+    by its name, so it would not match its value in a set or as a dict key)."""
+    value = category.value if isinstance(category, Enum) else category
+    if not isinstance(value, str):
+        raise TypeError(f"a category is a str, got {category!r}")
+    return str(value)
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,52 +71,6 @@ class Session:
             object.__setattr__(self, "date", parse_session_date(self.date_str))
 
 
-class Category(str, enum.Enum):
-    """Question categories of both benchmarks.
-
-    LoCoMo's integer codes follow the official scorer, ``task_eval/evaluation.py``
-    of snap-research/locomo: 1 multi-hop, 2 temporal, 3 open-domain, 4 single-hop,
-    5 adversarial. Some popular harnesses use a contradicting map (e.g. 1 = single-hop);
-    numbers computed with it are not comparable with the paper's.
-    """
-
-    MULTI_HOP = "multi-hop"
-    TEMPORAL = "temporal"
-    OPEN_DOMAIN = "open-domain"
-    SINGLE_HOP = "single-hop"
-    ADVERSARIAL = "adversarial"
-    SINGLE_SESSION_USER = "single-session-user"
-    SINGLE_SESSION_ASSISTANT = "single-session-assistant"
-    SINGLE_SESSION_PREFERENCE = "single-session-preference"
-    MULTI_SESSION = "multi-session"
-    KNOWLEDGE_UPDATE = "knowledge-update"
-    TEMPORAL_REASONING = "temporal-reasoning"
-    UNKNOWN = "unknown"
-
-    @classmethod
-    def from_locomo_code(cls, code: int) -> Category:
-        """The category of an official LoCoMo integer code; ``ValueError`` if unknown."""
-        try:
-            return _LOCOMO_CODES[code]
-        except KeyError:
-            raise ValueError(f"unknown LoCoMo category code {code!r} (known: 1-5)") from None
-
-    @property
-    def locomo_code(self) -> int | None:
-        """The official LoCoMo integer code, ``None`` for LongMemEval categories."""
-        return _LOCOMO_NUMBERS.get(self)
-
-
-_LOCOMO_CODES: dict[int, Category] = {
-    1: Category.MULTI_HOP,
-    2: Category.TEMPORAL,
-    3: Category.OPEN_DOMAIN,
-    4: Category.SINGLE_HOP,
-    5: Category.ADVERSARIAL,
-}
-_LOCOMO_NUMBERS = {category: code for code, category in _LOCOMO_CODES.items()}
-
-
 @dataclass(frozen=True, slots=True)
 class QAPair:
     """A benchmark question with its gold answer and evidence (gold data).
@@ -120,19 +84,28 @@ class QAPair:
     so turn-level retrieval metrics work on both. ``adversarial`` marks
     questions whose right answer is that the conversation does not say
     (LoCoMo category 5, LongMemEval ``_abs`` abstention questions).
+
+    ``category`` is one of the benchmark's categories, a plain ``str`` (a str-enum
+    member such as the compatibility :class:`Category` is stored as its value).
+    ``gold`` holds benchmark-specific gold the judge reads (a rubric, an ordering, a
+    cue), JSON-ready; empty for LoCoMo and LongMemEval.
     """
 
     question_id: str
     question: str
     answer: str
-    category: Category
+    category: str
     evidence: Sequence[str] = ()
     evidence_turns: Sequence[str] = ()
     adversarial: bool = False
+    gold: Mapping[str, Any] = field(default_factory=dict, hash=False)
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "category", plain_category(self.category))
         object.__setattr__(self, "evidence", tuple(self.evidence))
         object.__setattr__(self, "evidence_turns", tuple(self.evidence_turns))
+        # A copy as a plain dict, not a read-only proxy: questions are pickled (Ray).
+        object.__setattr__(self, "gold", dict(self.gold))
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,18 +1,22 @@
 """The evaluation loop, its results and the metrics computed from them.
 
-Scorers live in the public modules :mod:`himga.eval.metrics` (LoCoMo F1,
-BLEU-1, exact match) and :mod:`himga.eval.judge` (LLM-as-judge).
+Every metric is defined once in the metric registry (:class:`Metric`,
+:func:`get_metric`, :func:`available_metrics`); scorers live in the public modules
+:mod:`himga.eval.metrics` (token F1, BLEU-1, exact match) and
+:mod:`himga.eval.judge` (LLM-as-judge, through each benchmark's judge).
 """
 
-from himga.eval._aggregate import compute_metrics, context_containment, question_scores
+from himga.eval._aggregate import compute_metrics, question_scores, result_groups
 from himga.eval._checkpoint import CheckpointError, CheckpointMismatchError
 from himga.eval._identity import RunIdentity
-from himga.eval._longmemeval_retrieval import (
-    LONGMEMEVAL_KS,
-    longmemeval_retrieval_metrics,
-    session_retrieval,
-    session_sizes,
-    turn_retrieval,
+from himga.eval._metric import Metric, MetricNeed, RunMetric
+from himga.eval._metric_registry import (
+    UnknownMetricError,
+    available_metrics,
+    context_containment,
+    get_metric,
+    metrics_of,
+    register_metric,
 )
 from himga.eval._ranking import (
     RANK_KS,
@@ -25,10 +29,10 @@ from himga.eval._result import EvalResult, MemoryCallError
 from himga.eval._run import SEARCH_K, DuplicateQuestionError, arun_eval, run_eval, run_identity
 from himga.eval._shard import Shard, ShardSpecError
 from himga.eval._spec import AgentSpec, AgentSpecError
+from himga.eval._table import format_table, headline_title
 from himga.eval.judge import JudgeScores, abatch_judge, batch_judge
 
 __all__ = [
-    "LONGMEMEVAL_KS",
     "RANK_KS",
     "SEARCH_K",
     "AgentSpec",
@@ -39,24 +43,31 @@ __all__ = [
     "EvalResult",
     "JudgeScores",
     "MemoryCallError",
+    "Metric",
+    "MetricNeed",
     "RayExecutor",
     "RunIdentity",
+    "RunMetric",
     "Shard",
     "ShardSpecError",
+    "UnknownMetricError",
     "WorkerStartError",
     "abatch_judge",
     "all_evidence_recall_at_k",
     "arun_eval",
+    "available_metrics",
     "batch_judge",
     "compute_metrics",
     "context_containment",
     "evidence_recall_at_k",
-    "longmemeval_retrieval_metrics",
+    "format_table",
+    "get_metric",
+    "headline_title",
+    "metrics_of",
     "ndcg_at_k",
     "question_scores",
+    "register_metric",
+    "result_groups",
     "run_eval",
     "run_identity",
-    "session_retrieval",
-    "session_sizes",
-    "turn_retrieval",
 ]

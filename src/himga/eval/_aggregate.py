@@ -3,162 +3,154 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict
 from typing import Any
 
-from himga.data.schema import Category
-from himga.eval._longmemeval_retrieval import longmemeval_retrieval_metrics
-from himga.eval._ranking import (
-    RANK_KS,
-    all_evidence_recall_at_k,
-    evidence_recall_at_k,
-    ndcg_at_k,
-)
+from himga.benchmarks._registry import find_benchmark
+from himga.eval._metric import Metric, MetricNeed, RunMetric
+from himga.eval._metric_registry import NEEDS, context_containment, metrics_of, run_metrics_of
 from himga.eval._result import EvalResult
-from himga.eval.metrics import bleu1, exact_match, locomo_f1, token_f1
 
-__all__ = ["compute_metrics", "context_containment", "question_scores"]
-
-
-def _squash(text: str) -> str:
-    return " ".join(text.split())
+__all__ = ["compute_metrics", "question_scores", "result_groups"]
 
 
-def context_containment(result: EvalResult) -> float | None:
-    """The fraction of the result's evidence turns whose text appears in its context.
-
-    Texts are compared with whitespace collapsed; evidence turns missing from the
-    sample are left out. ``None`` when no evidence turn has a text.
-    """
-    texts = [_squash(text) for text in result.evidence_texts if text is not None]
-    if not texts:
-        return None
-    context = _squash(result.context)
-    return sum(text in context for text in texts) / len(texts)
+def _answered(result: EvalResult) -> bool:
+    return result.prediction is not None and result.error is None
 
 
-def _f1(result: EvalResult, prediction: str) -> float | None:
-    if result.category.locomo_code is not None:
-        return locomo_f1(prediction, result.answer, result.category)
-    if result.adversarial:
-        return None  # the gold explains why there is no answer; it is not one
-    return token_f1(prediction, result.answer)
+def _has(need: MetricNeed, result: EvalResult, judge: float | None) -> bool:
+    """Whether ``result`` has what ``need`` asks (its memory did not fail)."""
+    if need == "prediction":
+        return _answered(result)
+    if need == "judge":
+        return _answered(result) and judge is not None
+    if need == "context":
+        return context_containment(result) is not None
+    return result.ranked_turn_ids is not None and bool(result.evidence_turns)
 
 
-def _bleu1(result: EvalResult, prediction: str) -> float | None:
-    # An unanswerable question's gold is a distractor (LoCoMo) or an
-    # explanation (LongMemEval): overlap with it is no measure of a right answer.
-    return None if result.adversarial else bleu1(prediction, result.answer)
+def _metrics(datasets: Iterable[str]) -> dict[str, dict[str, Metric]]:
+    """The metrics of each dataset, by name."""
+    return {dataset: {m.name: m for m in metrics_of(dataset)} for dataset in set(datasets)}
 
 
-def _exact_match(result: EvalResult, prediction: str) -> float | None:
-    return None if result.adversarial else exact_match(prediction, result.answer)
+def _columns(catalogue: Mapping[str, Mapping[str, Metric]]) -> dict[str, Metric]:
+    """Every metric name of ``catalogue`` (first definition), in registry order."""
+    columns: dict[str, Metric] = {}
+    for metrics in catalogue.values():
+        for name, metric in metrics.items():
+            columns.setdefault(name, metric)
+    return columns
 
 
-def _mean(values: Sequence[float]) -> float | None:
-    return sum(values) / len(values) if values else None
+def _judge_value(judge: float | None) -> float | None:
+    return None if judge is None or math.isnan(judge) else float(judge)
 
 
 def question_scores(result: EvalResult, judge: float | None = None) -> dict[str, float | None]:
-    """Every metric of :func:`compute_metrics` for one question, ``None`` where it does
-    not apply; a block's value is the mean of its questions' non-``None`` values.
+    """Every metric of the result's benchmark (see :func:`~himga.eval.metrics_of`) for one
+    question, ``None`` where it does not apply; a block's value of
+    :func:`compute_metrics` aggregates its questions' non-``None`` values.
 
-    Answer metrics (``f1``, ``bleu1``, ``exact_match``, and ``judge`` when given)
-    need a prediction and no error; context metrics a text for an evidence turn;
-    rank metrics a ranking and evidence. A result with a ``memory_error`` has no
-    score at all.
+    A metric is scored only when the question has what it needs (an answer and no
+    LLM error; a judge score; an evidence text; a ranking and evidence). A result
+    with a ``memory_error`` has no score at all.
     """
-    scores: dict[str, float | None] = dict.fromkeys(_METRICS)
+    metrics = metrics_of(result.dataset)
+    scores: dict[str, float | None] = {metric.name: None for metric in metrics}
     if result.memory_error is not None:
         return scores
-    if result.prediction is not None and result.error is None:
-        scores["f1"] = _f1(result, result.prediction)
-        scores["bleu1"] = _bleu1(result, result.prediction)
-        scores["exact_match"] = _exact_match(result, result.prediction)
-        scores["judge"] = None if judge is None or math.isnan(judge) else float(judge)
-    containment = context_containment(result)
-    if containment is not None:
-        scores["context_recall"] = containment
-        scores["context_recall_any"] = float(containment > 0)
-        scores["context_recall_all"] = float(containment == 1)
-    if result.ranked_turn_ids is not None and result.evidence_turns:
-        for k in RANK_KS:
-            ranked, evidence = result.ranked_turn_ids, result.evidence_turns
-            scores[f"recall@{k}"] = evidence_recall_at_k(ranked, evidence, k)
-            scores[f"all_recall@{k}"] = all_evidence_recall_at_k(ranked, evidence, k)
-            scores[f"ndcg@{k}"] = ndcg_at_k(ranked, evidence, k)
+    value = _judge_value(judge)
+    for metric in metrics:
+        if _has(metric.needs, result, value):
+            scores[metric.name] = metric.score(result, value)
     return scores
 
 
-_METRICS = (
-    "f1",
-    "bleu1",
-    "exact_match",
-    "judge",
-    "context_recall",
-    "context_recall_any",
-    "context_recall_all",
-    *(f"{name}@{k}" for k in RANK_KS for name in ("recall", "all_recall", "ndcg")),
-)
-
-
-def _block(results: Sequence[EvalResult], judge: dict[int, float]) -> dict[str, Any]:
+def _block(
+    results: Sequence[EvalResult],
+    judge: Mapping[int, float],
+    catalogue: Mapping[str, Mapping[str, Metric]],
+) -> dict[str, Any]:
     """The metrics of one group; ``judge`` maps positions *within the group* to scores."""
-    answered = [r for r in results if r.prediction is not None and r.error is None]
-    block: dict[str, Any] = {
-        "questions": len(results),
-        "answered": len(answered),
-        "errors": sum(r.error is not None for r in results),
-    }
-    answer_metrics: dict[str, Callable[[EvalResult, str], float | None]] = {
-        "f1": _f1,
-        "bleu1": _bleu1,
-        "exact_match": _exact_match,
-    }
-    for name, metric in answer_metrics.items():
-        values = [metric(r, r.prediction) for r in answered if r.prediction is not None]
-        block[name] = _mean([value for value in values if value is not None])
-    judged = [judge[i] for i in range(len(results)) if i in judge]
-    block["judged"] = len(judged)
-    block["judge"] = _mean(judged)
-
-    containment = [c for c in map(context_containment, results) if c is not None]
-    block["with_evidence"] = len(containment)
-    block["context_recall"] = _mean(containment)
-    block["context_recall_any"] = _mean([float(c > 0) for c in containment])
-    block["context_recall_all"] = _mean([float(c == 1) for c in containment])
-
-    ranked = [r for r in results if r.ranked_turn_ids is not None and r.evidence_turns]
-    block["ranked"] = len(ranked)
-    for k in RANK_KS:
-        recall, all_recall, ndcg = [], [], []
-        for r in ranked:
-            assert r.ranked_turn_ids is not None
-            recall.append(evidence_recall_at_k(r.ranked_turn_ids, r.evidence_turns, k))
-            all_recall.append(all_evidence_recall_at_k(r.ranked_turn_ids, r.evidence_turns, k))
-            ndcg.append(ndcg_at_k(r.ranked_turn_ids, r.evidence_turns, k))
-        block[f"recall@{k}"] = _mean(recall)
-        block[f"all_recall@{k}"] = _mean(all_recall)
-        block[f"ndcg@{k}"] = _mean(ndcg)
+    columns = _columns({r.dataset: catalogue[r.dataset] for r in results} or catalogue)
+    block: dict[str, Any] = {}
+    for need, count in NEEDS.items():
+        having = [i for i, r in enumerate(results) if _has(need, r, judge.get(i))]
+        block[count] = len(having)
+        if need == "prediction":
+            block["errors"] = sum(r.error is not None for r in results)
+        for name, column in columns.items():
+            if column.needs != need:
+                continue
+            values = []
+            for i in having:
+                metric = catalogue[results[i].dataset].get(name)
+                value = None if metric is None else metric.score(results[i], judge.get(i))
+                if value is not None:
+                    values.append(value)
+            block[name] = column.aggregate(values)
     return block
 
 
 def _group(
-    results: Sequence[EvalResult], judge: dict[int, float], keep: Iterable[int]
+    results: Sequence[EvalResult],
+    judge: Mapping[int, float],
+    keep: Iterable[int],
+    catalogue: Mapping[str, Mapping[str, Metric]],
 ) -> dict[str, Any]:
     members = list(keep)
     # A question the memory failed on has no score: it is counted, not averaged.
     indices = [i for i in members if results[i].memory_error is None]
     local = {position: judge[i] for position, i in enumerate(indices) if i in judge}
-    block = _block([results[i] for i in indices], local)
-    block["questions"] = len(members)
-    block["memory_errors"] = len(members) - len(indices)
-    return {
-        "questions": block.pop("questions"),
-        "memory_errors": block.pop("memory_errors"),
-        **block,
+    block = _block([results[i] for i in indices], local, catalogue)
+    return {"questions": len(members), "memory_errors": len(members) - len(indices), **block}
+
+
+def result_groups(results: Sequence[EvalResult]) -> dict[str, list[int]]:
+    """The positions of ``results`` in each block of :func:`compute_metrics`.
+
+    One key per category present, in report order (the categories of the results'
+    benchmarks in their order, then any other in order of appearance), then
+    ``"overall"`` (without the questions of a category its benchmark's
+    ``headline_excludes`` names) and ``"overall_with_adversarial"`` (every question).
+    """
+    order: dict[str, None] = {}
+    excluded: dict[str, frozenset[str]] = {}
+    for dataset in dict.fromkeys(r.dataset for r in results):
+        benchmark = find_benchmark(dataset)
+        excluded[dataset] = frozenset() if benchmark is None else benchmark.headline_excludes
+        order.update(dict.fromkeys(() if benchmark is None else benchmark.categories))
+    present = dict.fromkeys(r.category for r in results)
+    order.update(present)
+    groups = {
+        category: [i for i, r in enumerate(results) if r.category == category]
+        for category in order
+        if category in present
     }
+    everything = range(len(results))
+    groups["overall"] = [
+        i for i in everything if results[i].category not in excluded[results[i].dataset]
+    ]
+    groups["overall_with_adversarial"] = list(everything)
+    return groups
+
+
+def _run_metrics(results: Sequence[EvalResult]) -> dict[str, Any]:
+    """The blocks of the run metrics the results' benchmarks contribute, by name."""
+    contributed: dict[str, tuple[RunMetric, set[str]]] = {}
+    for dataset in dict.fromkeys(r.dataset for r in results):
+        for metric in run_metrics_of(dataset):
+            contributed.setdefault(metric.name, (metric, set()))[1].add(dataset)
+    blocks: dict[str, Any] = {}
+    for name, (metric, datasets) in contributed.items():
+        block = metric.compute(
+            [r for r in results if r.dataset in datasets and r.memory_error is None]
+        )
+        if block is not None:
+            blocks[name] = block
+    return blocks
 
 
 def compute_metrics(
@@ -168,35 +160,29 @@ def compute_metrics(
 
     Returns a JSON-ready dict:
 
-    * ``"overall"`` -- every question except LoCoMo's adversarial category (the
-      1,540 LoCoMo questions mem0 reports); LongMemEval abstention questions
-      keep their type and count here, as in the official overall.
+    * ``"overall"`` -- the headline: every question except those of a category
+      its benchmark's ``headline_excludes`` names (LoCoMo's adversarial: the
+      1,540 LoCoMo questions mem0 reports; LongMemEval excludes none, abstention
+      questions keep their type, as in the official overall).
     * ``"overall_with_adversarial"`` -- every question (as MAGMA reports).
-    * ``"by_category"`` -- one block per category present, by category value.
+    * ``"by_category"`` -- one block per category present, in report order.
     * ``"counts"`` -- ``questions``, ``memory_errors`` (questions a memory call
       failed on), ``answered``, ``errors`` (failed LLM calls), ``unanswered``
       (no LLM), ``judged``, ``judge_errors`` (answered but not judged).
     * ``"errors"`` -- ``{"sample_id", "question_id", "error"}`` of each failed call.
     * ``"memory_errors"`` -- each :class:`~himga.eval.MemoryCallError`, as a dict.
-    * ``"longmemeval_retrieval"`` -- LongMemEval runs of a searchable memory only:
-      the official retrieval metrics (see
-      :func:`~himga.eval.longmemeval_retrieval_metrics`).
+    * one key per run metric the results' benchmarks contribute and that has
+      something to report (LongMemEval's ``"longmemeval_retrieval"``, for a
+      searchable memory).
 
-    Each block has ``questions``, ``memory_errors``, ``answered``, ``errors``.
-    Questions with a memory error are excluded from every metric of the block
-    (``memory_errors`` says how many); of the others, answer metrics over
-    the answered questions -- ``f1`` (:func:`~himga.eval.metrics.locomo_f1` for
-    LoCoMo categories, plain token F1 otherwise), ``bleu1``, ``exact_match``
-    (unanswerable questions -- ``adversarial`` -- take part only in LoCoMo's
-    ``f1``, whose official rule for them ignores the gold: their gold is a
-    distractor or an explanation, not an answer to match), and
-    ``judge`` (mean judge score over the ``judged`` questions); context
-    containment over the ``with_evidence`` questions -- ``context_recall`` (mean
-    fraction of evidence turns found in the context), ``context_recall_any``,
-    ``context_recall_all``; rank metrics over the ``ranked`` questions (searchable
-    memory, non-empty evidence) -- ``recall@k``, ``all_recall@k`` and ``ndcg@k``
-    for k in ``RANK_KS``. A metric with nothing to average is ``None``. Results
-    with an error are never scored as wrong: they are only counted.
+    Each block has ``questions``, ``memory_errors``, then for each need of a metric
+    (see :class:`~himga.eval.Metric`) its count -- ``answered`` (and ``errors``),
+    ``judged``, ``with_evidence``, ``ranked`` -- and the value of every metric
+    with that need (:func:`~himga.eval.available_metrics`; a benchmark's own
+    metrics for its results, e.g. LoCoMo's official ``f1``): the aggregate (the
+    mean) of the non-``None`` scores of its questions, ``None`` with none.
+    Questions with a memory error are counted, never scored; so are results with
+    an LLM error.
 
     ``judge_scores`` (e.g. from :func:`~himga.eval.judge.batch_judge`) align
     with ``results``; ``NaN`` marks an unjudged result.
@@ -208,13 +194,12 @@ def compute_metrics(
         for i, score in enumerate(judge_scores or ())
         if not math.isnan(score) and results[i].error is None and results[i].memory_error is None
     }
-    everything = range(len(results))
-    by_category: dict[str, Any] = {}
-    for category in Category:
-        members = [i for i in everything if results[i].category is category]
-        if members:
-            by_category[category.value] = _group(results, judge, members)
-    answered = sum(r.prediction is not None and r.error is None for r in results)
+    # Without results, the blocks still have every global metric (as None).
+    catalogue = _metrics([r.dataset for r in results] or [""])
+    groups = result_groups(results)
+    overall = groups.pop("overall")
+    everything = groups.pop("overall_with_adversarial")
+    answered = sum(_answered(r) for r in results)
     errors = [r for r in results if r.error is not None]
     memory_errors = [r.memory_error for r in results if r.memory_error is not None]
     metrics: dict[str, Any] = {
@@ -229,22 +214,19 @@ def compute_metrics(
             "judged": len(judge),
             "judge_errors": answered - len(judge) if judge_scores is not None else 0,
         },
-        "overall": _group(
-            results,
-            judge,
-            (i for i in everything if results[i].category is not Category.ADVERSARIAL),
-        ),
-        "overall_with_adversarial": _group(results, judge, everything),
-        "by_category": by_category,
+        "overall": _group(results, judge, overall, catalogue),
+        "overall_with_adversarial": _group(results, judge, everything, catalogue),
+        "by_category": {
+            category: _group(results, judge, members, catalogue)
+            for category, members in groups.items()
+        },
         "errors": [
             {"sample_id": r.sample_id, "question_id": r.question_id, "error": r.error}
             for r in errors
         ],
         "memory_errors": [asdict(error) for error in memory_errors],
     }
-    retrieval = longmemeval_retrieval_metrics([r for r in results if r.memory_error is None])
-    if retrieval is not None:
-        metrics["longmemeval_retrieval"] = retrieval
+    metrics.update(_run_metrics(results))
     describe = getattr(judge_scores, "describe", None)
     if callable(describe):
         metrics["judge"] = describe()

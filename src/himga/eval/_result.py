@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from himga.data.schema import Category
+from himga.data.schema import plain_category
 
 __all__ = ["EvalResult", "MemoryCallError"]
 
@@ -48,7 +48,7 @@ class EvalResult:
     """The record of one question of a run.
 
     Gold fields (``answer``, ``adversarial``, ``evidence_turns``,
-    ``evidence_texts``) are copied from the sample by the evaluation loop, on the
+    ``evidence_texts``, ``gold``) are copied from the sample by the evaluation loop, on the
     evaluator's side; the agent and the memory never see them.
 
     * ``evidence_texts[i]`` is the text of the turn ``evidence_turns[i]`` in the
@@ -63,6 +63,8 @@ class EvalResult:
     * ``memory_error`` is set when a call into the memory failed for this
       question (then ``context`` is ``""`` and nothing was asked of the LLM);
       such a result is counted, never scored.
+    * ``category`` is a plain ``str``, one of its benchmark's categories; ``gold``
+      is the question's benchmark-specific gold (``QAPair.gold``), for the judge.
     * ``latency_s`` is the LLM call's wall time (``None`` without a call);
       ``retrieval_latency_s`` that of ``retrieve`` (and ``search``).
     """
@@ -70,7 +72,7 @@ class EvalResult:
     sample_id: str
     question_id: str
     dataset: str
-    category: Category
+    category: str
     question: str
     answer: str
     adversarial: bool
@@ -86,6 +88,10 @@ class EvalResult:
     output_tokens: int = 0
     model: str | None = None
     memory_error: MemoryCallError | None = None
+    gold: Mapping[str, Any] = field(default_factory=dict, hash=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "category", plain_category(self.category))
 
     @property
     def key(self) -> tuple[str, str]:
@@ -93,9 +99,11 @@ class EvalResult:
         return (self.sample_id, self.question_id)
 
     def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready dict (the category as its string value)."""
+        """A JSON-ready dict; ``gold`` only when it is not empty (so a LoCoMo record is
+        what it was before the field existed)."""
         data = asdict(self)
-        data["category"] = self.category.value
+        if not self.gold:
+            del data["gold"]
         return data
 
     @classmethod
@@ -107,7 +115,7 @@ class EvalResult:
             sample_id=str(data["sample_id"]),
             question_id=str(data["question_id"]),
             dataset=str(data["dataset"]),
-            category=Category(data["category"]),
+            category=str(data["category"]),
             question=str(data["question"]),
             answer=str(data["answer"]),
             adversarial=bool(data["adversarial"]),
@@ -123,4 +131,5 @@ class EvalResult:
             output_tokens=int(data["output_tokens"]),
             model=data["model"],
             memory_error=None if memory_error is None else MemoryCallError.from_dict(memory_error),
+            gold=dict(data.get("gold") or {}),
         )

@@ -161,6 +161,7 @@ def _result(
         ranked_turn_ids=ranked,
         retrieval_latency_s=latency,
         memory_error=memory_error,
+        gold=qa.gold,
     )
 
 

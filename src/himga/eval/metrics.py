@@ -1,19 +1,12 @@
-"""Answer scorers that need no LLM: LoCoMo F1, BLEU-1 and exact match.
+"""Answer scorers that need no LLM: token F1, BLEU-1 and exact match.
 
-``locomo_f1`` reproduces the official LoCoMo scorer, ``task_eval/evaluation.py``
-of snap-research/locomo (``normalize_answer``, ``f1_score``, ``f1`` and the
-per-category dispatch of ``eval_question_answering``):
-
-* normalisation: drop commas, lowercase, strip ASCII punctuation, replace the
-  words a / an / the / and by a space, collapse whitespace;
-* tokens are Porter-stemmed (NLTK's ``PorterStemmer()``); F1 is the multiset
-  overlap F1 of the two token lists, 0 when nothing overlaps;
-* category 1 (multi-hop) splits prediction and gold on commas and averages, over
-  the gold parts, the best F1 of any prediction part;
-* category 3 (open-domain) keeps the gold up to its first ``;``;
-* category 5 (adversarial) scores 1 when the lowercased prediction contains
-  ``"no information available"`` or ``"not mentioned"``, else 0;
-* categories 2 and 4 use plain F1.
+``normalize_answer`` and ``token_f1`` reproduce the official LoCoMo scorer,
+``task_eval/evaluation.py`` of snap-research/locomo (``normalize_answer``,
+``f1_score``): drop commas, lowercase, strip ASCII punctuation, replace the words
+a / an / the / and by a space, collapse whitespace; tokens are Porter-stemmed
+(NLTK's ``PorterStemmer()``); F1 is the multiset overlap F1 of the two token
+lists, 0 when nothing overlaps. LoCoMo's per-category rules on top of it are
+:func:`himga.benchmarks.locomo.locomo_f1`.
 
 NLTK is an optional dependency (``himga[metrics]``), imported on first use.
 """
@@ -27,13 +20,11 @@ from functools import cache
 from typing import Any
 
 from himga._extras import require
-from himga.data.schema import Category
 
-__all__ = ["bleu1", "exact_match", "locomo_f1", "normalize_answer", "token_f1"]
+__all__ = ["bleu1", "exact_match", "normalize_answer", "token_f1"]
 
 _ARTICLES = re.compile(r"\b(a|an|the|and)\b")
 _PUNCTUATION = frozenset(string.punctuation)
-_ABSTENTION_MARKERS = ("no information available", "not mentioned")
 
 
 def normalize_answer(text: str) -> str:
@@ -65,37 +56,6 @@ def token_f1(prediction: str, ground_truth: str) -> float:
     precision = overlap / len(predicted)
     recall = overlap / len(gold)
     return 2 * precision * recall / (precision + recall)
-
-
-def _as_locomo_code(category: Category | int) -> int:
-    if isinstance(category, Category):
-        code = category.locomo_code
-        if code is None:
-            raise ValueError(f"locomo_f1 scores LoCoMo categories only, got {category.value!r}")
-        return code
-    Category.from_locomo_code(category)  # raises ValueError naming the unknown code
-    return category
-
-
-def locomo_f1(prediction: str, ground_truth: str, category: Category | int) -> float:
-    """The official LoCoMo QA score of ``prediction`` against ``ground_truth``.
-
-    ``category`` is a :class:`~himga.data.Category` or the official integer code
-    (1 multi-hop, 2 temporal, 3 open-domain, 4 single-hop, 5 adversarial); any
-    other value is a ``ValueError``.
-    """
-    code = _as_locomo_code(category)
-    if code == 5:
-        lowered = prediction.lower()
-        return 1.0 if any(marker in lowered for marker in _ABSTENTION_MARKERS) else 0.0
-    if code == 3:
-        ground_truth = ground_truth.split(";")[0].strip()
-    if code == 1:
-        predictions = [part.strip() for part in prediction.split(",")]
-        golds = [part.strip() for part in ground_truth.split(",")]
-        best = [max(token_f1(p, gold) for p in predictions) for gold in golds]
-        return sum(best) / len(best)
-    return token_f1(prediction, ground_truth)
 
 
 def exact_match(prediction: str, ground_truth: str) -> float:

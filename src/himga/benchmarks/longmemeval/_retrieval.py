@@ -31,10 +31,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Collection, Iterable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from himga.data.schema import Category, Sample
-from himga.eval._result import EvalResult
+from himga.benchmarks.longmemeval._categories import CATEGORIES
+
+if TYPE_CHECKING:
+    from himga.data.schema import Sample
+    from himga.eval._result import EvalResult
 
 __all__ = [
     "LONGMEMEVAL_KS",
@@ -209,6 +212,11 @@ def _block(
     return block
 
 
+def _in_report_order(found: Iterable[str]) -> list[str]:
+    present = set(found)
+    return [c for c in CATEGORIES if c in present] + sorted(present.difference(CATEGORIES))
+
+
 def longmemeval_retrieval_metrics(
     results: Sequence[EvalResult],
     *,
@@ -239,8 +247,8 @@ def longmemeval_retrieval_metrics(
     metrics = _block(kept, session_sizes, depth)
     metrics["excluded_abstention"] = len(ranked) - len(kept)
     metrics["by_category"] = {
-        category.value: _block(members, session_sizes, depth)
-        for category in Category
-        if (members := [r for r in kept if r.category is category])
+        category: _block(members, session_sizes, depth)
+        for category in _in_report_order(r.category for r in kept)
+        if (members := [r for r in kept if r.category == category])
     }
     return metrics

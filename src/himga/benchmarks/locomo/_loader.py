@@ -21,10 +21,11 @@ from collections.abc import Collection, Generator, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
+from himga.benchmarks.locomo._categories import ADVERSARIAL, category_of_code
+from himga.benchmarks.locomo._evidence import normalise_evidence
 from himga.data._errors import DatasetError, EvidenceWarning
-from himga.data._evidence import normalise_evidence
 from himga.data._fields import checked, kind_of
-from himga.data.schema import Category, Message, QAPair, Sample, Session
+from himga.data.schema import Message, QAPair, Sample, Session
 
 __all__ = ["IMAGE_FORMAT", "find_locomo", "iter_locomo"]
 
@@ -286,13 +287,13 @@ class _Parser:
         question = self.get(raw, "question", str, f"{field}.question")
         code = self.get(raw, "category", int, f"{field}.category")
         try:
-            category = Category.from_locomo_code(code)
+            category = category_of_code(code)
         except ValueError as exc:
             raise self.error(f"{field}.category", str(exc)) from None
         # Category 5 keeps its answer in `adversarial_answer` (two also carry an `answer`):
         # the distractor the official evaluation offers against "Not mentioned in the
         # conversation", not a right answer.
-        answer_key = "adversarial_answer" if category is Category.ADVERSARIAL else "answer"
+        answer_key = "adversarial_answer" if category == ADVERSARIAL else "answer"
         if answer_key not in raw and "answer" in raw:
             answer_key = "answer"
         answer = self.get(raw, answer_key, (str, int), f"{field}.{answer_key}")
@@ -327,5 +328,5 @@ class _Parser:
             category=category,
             evidence=evidence,
             evidence_turns=[t for t in evidence if t in turn_ids],
-            adversarial=category is Category.ADVERSARIAL,
+            adversarial=category == ADVERSARIAL,
         )

@@ -18,6 +18,7 @@ from collections.abc import Collection, Generator, Mapping
 from pathlib import Path
 from typing import Any
 
+from himga.benchmarks.longmemeval._categories import CATEGORIES, UNKNOWN
 from himga.data._errors import (
     DatasetError,
     DuplicateSessionWarning,
@@ -26,19 +27,12 @@ from himga.data._errors import (
 )
 from himga.data._fields import checked, kind_of
 from himga.data._stream import iter_json_array
-from himga.data.schema import Category, Message, QAPair, Sample, Session
+from himga.data.schema import Message, QAPair, Sample, Session
 
 __all__ = ["QUESTION_TYPES", "iter_longmemeval"]
 
-#: LongMemEval ``question_type`` -> category (the six types of the paper).
-QUESTION_TYPES: Mapping[str, Category] = {
-    "single-session-user": Category.SINGLE_SESSION_USER,
-    "single-session-assistant": Category.SINGLE_SESSION_ASSISTANT,
-    "single-session-preference": Category.SINGLE_SESSION_PREFERENCE,
-    "multi-session": Category.MULTI_SESSION,
-    "knowledge-update": Category.KNOWLEDGE_UPDATE,
-    "temporal-reasoning": Category.TEMPORAL_REASONING,
-}
+#: LongMemEval ``question_type`` -> category (the six types of the paper, as they are).
+QUESTION_TYPES: Mapping[str, str] = {name: name for name in CATEGORIES if name != UNKNOWN}
 ABSTENTION_SUFFIX = "_abs"
 _RECORD_FIELDS = (
     "question_id",
@@ -132,11 +126,11 @@ class _Parser:
             warnings.warn(
                 UnknownCategoryWarning(
                     f"{self.file}: sample {self.sample_label}: field 'question_type': unknown "
-                    f"type {question_type!r}; kept as Category.UNKNOWN"
+                    f"type {question_type!r}; kept as category {UNKNOWN!r}"
                 ),
                 stacklevel=2,
             )
-            category = Category.UNKNOWN
+            category = UNKNOWN
 
         evidence_turns: list[str] = []
         turn_extras: dict[str, dict[str, Any]] = {}
