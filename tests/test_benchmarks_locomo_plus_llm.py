@@ -49,7 +49,9 @@ def test_answer_and_cognitive_judge_end_to_end(
     shared_plus: Path,  # noqa: F811
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    samples = load_dataset("locomo-plus", path=shared_plus / "locomo_plus", limit=12)
+    # three items of each relation type (the file lists them by type)
+    wanted = [f"plus-{i:03d}" for start in (0, 101, 201, 301) for i in range(start, start + 3)]
+    samples = load_dataset("locomo-plus", path=shared_plus / "locomo_plus", ids=wanted)
     with FakeLLMServer(responder=_responder) as server:
         monkeypatch.setenv("ANTHROPIC_BASE_URL", server.anthropic_base_url)
         monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test-key")
@@ -58,12 +60,14 @@ def test_answer_and_cognitive_judge_end_to_end(
         results = run_eval(samples, agent=agent, show_progress=False)
         scores = batch_judge(results, llm=llm, show_progress=False)
         judge_prompts = [
-            r.body for r in server.requests if _COGNITIVE_HEAD in str(r.body)
+            r.messages[-1]["content"]
+            for r in server.requests
+            if r.messages[-1]["content"].startswith(_COGNITIVE_HEAD)
         ]
     metrics = compute_metrics(results, scores)
     assert [r.question_id for r in results] == [s.qa_pairs[0].question_id for s in samples]
     assert len(judge_prompts) == len(results)
-    unjudgeable = 0
+    unjudgeable, labels = 0, set()
     for result, score in zip(results, scores, strict=True):
         assert result.prediction is not None
         assert result.gold["upstream_category"] == "Cognitive"
@@ -72,9 +76,11 @@ def test_answer_and_cognitive_judge_end_to_end(
             unjudgeable += 1
         else:
             assert score == float(_overlaps(result.gold["evidence"], result.prediction))
+            labels.add(score)
     # item 0's trigger ("I ended up volunteering ...") has no verdict: recorded, not scored 0
     assert unjudgeable >= 1
     assert len(scores.errors) == unjudgeable
+    assert labels == {0.0, 1.0}  # the fake judge said both
     assert "locomo-plus-Cognitive" in scores.prompt_hashes
     assert set(metrics["by_category"]) == {"causal", "state", "goal", "value"}
     assert 0.0 <= metrics["overall"]["judge"] <= 1.0

@@ -27,14 +27,21 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from himga.benchmarks._protocol import Judge
+from himga.benchmarks.locomo import (
+    ADVERSARIAL,
+    CATEGORIES,
+    IMAGE_FORMAT,
+    LOCOMO,
+    code_of,
+    iter_locomo,
+)
 from himga.benchmarks.locomo_plus._items import RELATION_TYPES, item_id, read_items
 from himga.benchmarks.locomo_plus._judge import LocomoPlusJudge
 from himga.benchmarks.locomo_plus._stitch import stitch
 from himga.data._download import download_file
 from himga.data._errors import DatasetNotFoundError, EvidenceWarning
-from himga.data._locomo import IMAGE_FORMAT, SINGLE_FILE, ZIP_FILE, iter_locomo
 from himga.data._resolve import resolve_dataset
-from himga.data.schema import Category, Sample
+from himga.data.schema import Sample
 
 if TYPE_CHECKING:
     from himga.eval._metric import Metric, RunMetric
@@ -47,14 +54,13 @@ _COMMIT = "059f4e3d38f7f1f96765e8e2cb7de3097551bffb"
 _URL = f"https://raw.githubusercontent.com/xjtuleeyf/Locomo-Plus/{_COMMIT}/data/{FILE}"
 _SHA256 = "af2fc6e5e0e88735e28d8dd1ef474b718861a73beb21779809e3b9e1a4fe3d23"
 _DIRECTORIES = ("locomo-plus", "locomo_plus")
-_LOCOMO_CATEGORIES = tuple(c.value for c in Category if c.locomo_code is not None)
 # Upstream's names of LoCoMo's categories (unified_input.py LOCOMO_CATEGORY_NAMES):
 # code 3 is "common-sense" there, "open-domain" in himga.
 _UPSTREAM_NAMES = {1: "multi-hop", 2: "temporal", 3: "common-sense", 4: "single-hop"}
 _UPSTREAM_NAMES[5] = "adversarial"
 
 
-@dataclass
+@dataclass(frozen=True)
 class LocomoPlus:
     """LoCoMo-Plus as a :class:`~himga.benchmarks.Benchmark` (build it with :func:`benchmarks`).
 
@@ -139,25 +145,26 @@ def benchmarks() -> tuple[LocomoPlus, LocomoPlus]:
                 "LoCoMo-Plus unified: LoCoMo-10's 1,986 questions on their own "
                 "conversations, then the 401 LoCoMo-Plus items"
             ),
-            categories=(*_LOCOMO_CATEGORIES, *RELATION_TYPES),
-            headline_excludes=frozenset({Category.ADVERSARIAL.value}),
+            categories=(*CATEGORIES, *RELATION_TYPES),
+            headline_excludes=frozenset({ADVERSARIAL}),
             unified=True,
         ),
     )
 
 
 def _host_path(path: Path) -> Path:
-    beside = path.parent
-    for directory in (beside, beside / "locomo", beside.parent / "locomo"):
-        for name in (SINGLE_FILE, ZIP_FILE):
-            if (directory / name).is_file():
-                return directory / name
+    # Upstream's data/ layout (locomo10.json beside), then a datasets directory
+    # holding both (a locomo/ beside the file or beside its directory).
+    for directory in (path.parent, path.parent.parent):
+        found = LOCOMO.locate(directory)
+        if found is not None:
+            return found
     try:
         return resolve_dataset("locomo", download=False).path
     except DatasetNotFoundError as exc:
         raise DatasetNotFoundError(
             f"LoCoMo-Plus is stitched into LoCoMo-10, found neither beside {path} "
-            f"({SINGLE_FILE} / {ZIP_FILE}, or in a 'locomo' directory) nor as himga's "
+            f"(locomo10.json / locomo10.zip, or a 'locomo' directory) nor as himga's "
             f"'locomo' dataset: {exc}"
         ) from exc
 
@@ -173,8 +180,9 @@ def _with_upstream_gold(host: Sample) -> Sample:
             f"{texts[t][0]}\uff1a{texts[t][1]}" if t in texts else f"[{t}] [Missing turn]"
             for t in qa.evidence
         ]
-        code = Category(qa.category).locomo_code
-        assert code is not None  # the LoCoMo loader gives LoCoMo categories only
+        code = code_of(qa.category)
+        if code is None:  # the LoCoMo loader gives LoCoMo's categories only
+            raise ValueError(f"{qa.question_id}: {qa.category!r} is not a LoCoMo category")
         gold = {"upstream_category": _UPSTREAM_NAMES[code], "evidence": "\n".join(lines)}
         questions.append(dataclasses.replace(qa, gold=gold))
     return dataclasses.replace(host, qa_pairs=questions)

@@ -169,7 +169,7 @@ LABEL_SCORES: Mapping[str, float] = MappingProxyType({"correct": 1.0, "partial":
 #: Upstream's judge ``max_tokens`` (``--max-tokens`` default of ``llm_as_judge.py``).
 MAX_TOKENS = 512
 
-_LABEL = re.compile(r'"label"\s*:\s*["\']([^"\']+)["\']')
+_LABEL = re.compile(r'["\']label["\']\s*:\s*["\']([^"\']+)["\']')
 _FENCE = re.compile(r"^```(?:json)?\s*|\s*```$")
 
 #: The prefix of this judge's template names (names are global across benchmarks).
