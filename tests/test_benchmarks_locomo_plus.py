@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 from collections import Counter
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -32,6 +33,7 @@ from himga.data import (
     load_dataset,
 )
 from tests.conftest import SHARED_DATASETS
+from tests.data_fixtures import write_json
 
 # --- stitching, on hand-made hosts -------------------------------------------------
 
@@ -313,3 +315,66 @@ def test_real_unified_keeps_locomo_questions(shared_plus: Path, locomo: list[Sam
         "adversarial": 446,
         "Cognitive": 401,
     }
+
+
+# --- small files through load_dataset ---------------------------------------------------
+
+
+def _write_upstream_layout(directory: Path, items: list[dict[str, object]]) -> Path:
+    """``locomo_plus.json`` with a two-conversation ``locomo10.json`` beside it (upstream's
+    ``data/`` layout)."""
+    hosts = []
+    for number in (1, 2):
+        conversation: dict[str, object] = {"speaker_a": f"Ann{number}", "speaker_b": "Bob"}
+        for session, date in ((1, "1:56 pm on 8 May, 2023"), (2, "10:37 am on 27 June, 2023")):
+            conversation[f"session_{session}_date_time"] = date
+            conversation[f"session_{session}"] = [
+                {"speaker": "Bob", "dia_id": f"D{session}:1", "text": f"hello {session}"}
+            ]
+        hosts.append({"sample_id": f"conv-{number}", "conversation": conversation, "qa": []})
+    write_json(directory / "locomo10.json", hosts)
+    return write_json(directory / FILE, items)
+
+
+_GOOD = {
+    "relation_type": "goal",
+    "cue_dialogue": "A: I want to run a marathon.",
+    "trigger_query": "A: My knees hurt after yesterday's long run.",
+    "time_gap": "one month later",
+}
+
+
+def test_small_file_in_upstream_layout(tmp_path: Path) -> None:
+    path = _write_upstream_layout(tmp_path, [_GOOD, {**_GOOD, "time_gap": "a year later"}] * 2)
+    samples = load_dataset("locomo-plus", path=path)
+    assert [(s.sample_id, s.metadata["host"]) for s in samples] == [
+        ("plus-000", "conv-1"),
+        ("plus-001", "conv-2"),
+        ("plus-002", "conv-1"),
+        ("plus-003", "conv-2"),
+    ]
+    # 27 June + 7 days - 30 days = 4 June: between the sessions; a year back: first
+    assert [_session_ids(s) for s in samples[:2]] == [
+        ["session_1", "cue", "session_2"],
+        ["cue", "session_1", "session_2"],
+    ]
+    assert samples[1].sessions[0].messages[0].role == "Ann2"
+
+
+@pytest.mark.parametrize("field", ["cue_dialogue", "trigger_query", "time_gap"])
+def test_malformed_item_through_load_dataset(tmp_path: Path, field: str) -> None:
+    broken = {k: v for k, v in _GOOD.items() if k != field}
+    path = _write_upstream_layout(tmp_path, [_GOOD, broken])
+    with pytest.raises(DatasetError) as caught:
+        load_dataset("locomo-plus", path=path)
+    assert str(caught.value) == (f"{path}: sample plus-001 (item #1): field {field!r}: missing")
+
+
+def test_unreadable_gap_and_truncated_file_through_load_dataset(tmp_path: Path) -> None:
+    path = _write_upstream_layout(tmp_path, [{**_GOOD, "time_gap": "some time later"}])
+    with pytest.raises(DatasetError, match=r"plus-000 \(item #0\): field 'time_gap': cannot read"):
+        load_dataset("locomo-plus", path=path)
+    text = path.read_text("utf-8")
+    path.write_text(text[:-7], encoding="utf-8")
+    with pytest.raises(DatasetError, match=rf"^{re.escape(str(path))}: invalid JSON"):
+        load_dataset("locomo-plus", path=path)

@@ -32,7 +32,10 @@ from himga.benchmarks.locomo import (
     CATEGORIES,
     IMAGE_FORMAT,
     LOCOMO,
-    code_of,
+    MULTI_HOP,
+    OPEN_DOMAIN,
+    SINGLE_HOP,
+    TEMPORAL,
     iter_locomo,
 )
 from himga.benchmarks.locomo_plus._items import RELATION_TYPES, item_id, read_items
@@ -54,10 +57,15 @@ _COMMIT = "059f4e3d38f7f1f96765e8e2cb7de3097551bffb"
 _URL = f"https://raw.githubusercontent.com/xjtuleeyf/Locomo-Plus/{_COMMIT}/data/{FILE}"
 _SHA256 = "af2fc6e5e0e88735e28d8dd1ef474b718861a73beb21779809e3b9e1a4fe3d23"
 _DIRECTORIES = ("locomo-plus", "locomo_plus")
-# Upstream's names of LoCoMo's categories (unified_input.py LOCOMO_CATEGORY_NAMES):
-# code 3 is "common-sense" there, "open-domain" in himga.
-_UPSTREAM_NAMES = {1: "multi-hop", 2: "temporal", 3: "common-sense", 4: "single-hop"}
-_UPSTREAM_NAMES[5] = "adversarial"
+# Upstream's names of LoCoMo's categories (LOCOMO_CATEGORY_NAMES of unified_input.py,
+# by the same official codes): code 3 is "common-sense" there, "open-domain" in himga.
+_UPSTREAM_NAMES = {
+    MULTI_HOP: "multi-hop",
+    TEMPORAL: "temporal",
+    OPEN_DOMAIN: "common-sense",
+    SINGLE_HOP: "single-hop",
+    ADVERSARIAL: "adversarial",
+}
 
 
 @dataclass(frozen=True)
@@ -180,10 +188,7 @@ def _with_upstream_gold(host: Sample) -> Sample:
             f"{texts[t][0]}\uff1a{texts[t][1]}" if t in texts else f"[{t}] [Missing turn]"
             for t in qa.evidence
         ]
-        code = code_of(qa.category)
-        if code is None:  # the LoCoMo loader gives LoCoMo's categories only
-            raise ValueError(f"{qa.question_id}: {qa.category!r} is not a LoCoMo category")
-        gold = {"upstream_category": _UPSTREAM_NAMES[code], "evidence": "\n".join(lines)}
+        gold = {"upstream_category": _UPSTREAM_NAMES[qa.category], "evidence": "\n".join(lines)}
         questions.append(dataclasses.replace(qa, gold=gold))
     return dataclasses.replace(host, qa_pairs=questions)
 

@@ -18,6 +18,7 @@ Unlike upstream, the trigger is not added to the history: it is the question.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -41,7 +42,7 @@ _MONTHS = (
 )
 
 
-def locomo_date(moment: datetime) -> str:
+def _locomo_date(moment: datetime) -> str:
     """``moment`` in LoCoMo's own layout, e.g. ``"1:56 pm on 8 May, 2023"``."""
     hour = moment.hour % 12 or 12
     half = "am" if moment.hour < 12 else "pm"
@@ -49,7 +50,7 @@ def locomo_date(moment: datetime) -> str:
     return f"{hour}:{moment.minute:02d} {half} on {moment.day} {month}, {moment.year}"
 
 
-def cue_text(turns: tuple[Turn, ...] | list[Turn], speakers: tuple[str, str]) -> str:
+def cue_text(turns: Sequence[Turn], speakers: tuple[str, str]) -> str:
     """The cue as upstream hands it to its judge: ``"<name>：<text>"`` lines (full-width colon)."""
     return "\n".join(f"{_name(t, speakers)}\uff1a{t.text}" for t in turns)
 
@@ -88,7 +89,7 @@ def stitch(item: PlusItem, host: Sample, *, dataset: str, host_file: str) -> Sam
             Message(role=_name(t, speakers), content=t.text, turn_id=f"{CUE_SESSION}:{k}")
             for k, t in enumerate(item.cue, start=1)
         ],
-        date_str=locomo_date(cue_date),
+        date_str=_locomo_date(cue_date),
         date=cue_date,
     )
     sessions = [*host.sessions[:position], cue, *host.sessions[position:]]
@@ -96,7 +97,7 @@ def stitch(item: PlusItem, host: Sample, *, dataset: str, host_file: str) -> Sam
     evidence = [m.turn_id for m in cue.messages if m.turn_id is not None]
     gold: dict[str, Any] = {
         "upstream_category": COGNITIVE,
-        "evidence": cue_text(tuple(item.cue), speakers),
+        "evidence": cue_text(item.cue, speakers),
         "time_gap": item.time_gap,
         "gap_days": item.gap_days,
     }
@@ -115,7 +116,7 @@ def stitch(item: PlusItem, host: Sample, *, dataset: str, host_file: str) -> Sam
         sessions=sessions,
         qa_pairs=[question],
         speakers=speakers,
-        question_date=locomo_date(query_date),
+        question_date=_locomo_date(query_date),
         metadata={
             "host": host.sample_id,
             "cue_position": position,
