@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import re
 from collections import Counter
+from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
 from pathlib import Path
 
@@ -320,7 +321,7 @@ def test_real_unified_keeps_locomo_questions(shared_plus: Path, locomo: list[Sam
 # --- small files through load_dataset ---------------------------------------------------
 
 
-def _write_upstream_layout(directory: Path, items: list[dict[str, object]]) -> Path:
+def _write_upstream_layout(directory: Path, items: Sequence[Mapping[str, object]]) -> Path:
     """``locomo_plus.json`` with a two-conversation ``locomo10.json`` beside it (upstream's
     ``data/`` layout)."""
     hosts = []
