@@ -7,7 +7,13 @@ import hashlib
 import pytest
 
 from himga.benchmarks import Judge, UnjudgeableError
-from himga.benchmarks.locomo_plus import LABEL_SCORES, PROMPTS, LocomoPlusJudge
+from himga.benchmarks.locomo_plus import (
+    LABEL_SCORES,
+    METRICS,
+    PROMPTS,
+    LocomoPlusJudge,
+    benchmarks,
+)
 from himga.eval import EvalResult
 from tests.test_eval_support import make_result
 
@@ -31,6 +37,7 @@ def test_templates_are_upstreams_verbatim() -> None:
     assert dict(judge.prompts) == {f"locomo-plus-{k}": v for k, v in PROMPTS.items()}
 
 
+_OVERLAP = ("f1", "bleu1", "exact_match")
 _CUE = "Ann：I learned to say no.\nBob：Good for you."
 
 
@@ -105,3 +112,21 @@ def test_parse_without_one_label_is_unjudgeable(reply: str) -> None:
 def test_score_is_upstreams(label: str, score: float) -> None:
     assert LocomoPlusJudge().score(_cognitive(), [label]) == score
     assert LABEL_SCORES[label] == score
+
+
+def test_answer_overlap_metrics_skip_items_and_keep_locomos() -> None:
+    f1, bleu, em = METRICS
+    assert (f1.name, bleu.name, em.name) == _OVERLAP
+    item = _cognitive("I learned to say no.")
+    assert [m.score(item, 1.0) for m in (f1, bleu, em)] == [None, None, None]
+    locomo = make_result(gold={"upstream_category": "single-hop", "evidence": ""})
+    assert [m.score(locomo, None) for m in (f1, bleu, em)] == [1.0, 1.0, 1.0]
+    # LoCoMo's official F1 scores an adversarial question by its abstention words
+    adversarial = make_result(
+        category="adversarial",
+        adversarial=True,
+        prediction="Not mentioned in the conversation",
+        gold={"upstream_category": "adversarial", "evidence": ""},
+    )
+    assert [m.score(adversarial, None) for m in (f1, bleu, em)] == [1.0, None, None]
+    assert all(tuple(b.metrics) == METRICS for b in benchmarks())

@@ -17,6 +17,7 @@ from himga.benchmarks.locomo_plus._gap import (
 )
 from himga.benchmarks.locomo_plus._items import RELATION_TYPES, PlusItem, Turn, read_items
 from himga.benchmarks.locomo_plus._judge import LABEL_SCORES, PROMPTS, LocomoPlusJudge
+from himga.benchmarks.locomo_plus._metrics import METRICS
 from himga.benchmarks.locomo_plus._stitch import (
     COGNITIVE,
     CUE_SESSION,
@@ -31,6 +32,7 @@ __all__ = [
     "DAYS_PER_UNIT",
     "FILE",
     "LABEL_SCORES",
+    "METRICS",
     "PROMPTS",
     "QUERY_DELAY",
     "RELATION_TYPES",

@@ -40,6 +40,7 @@ from himga.benchmarks.locomo import (
 )
 from himga.benchmarks.locomo_plus._items import RELATION_TYPES, item_id, read_items
 from himga.benchmarks.locomo_plus._judge import LocomoPlusJudge
+from himga.benchmarks.locomo_plus._metrics import METRICS
 from himga.benchmarks.locomo_plus._stitch import stitch
 from himga.data._download import download_file
 from himga.data._errors import DatasetNotFoundError, EvidenceWarning
@@ -86,7 +87,7 @@ class LocomoPlus:
         "no licence file upstream (xjtuleeyf/Locomo-Plus); host conversations: "
         "LoCoMo-10, CC BY-NC 4.0"
     )
-    metrics: Sequence[Metric | RunMetric] = ()
+    metrics: Sequence[Metric | RunMetric] = METRICS
 
     def locate(self, directory: Path) -> Path | None:
         """``locomo_plus.json`` in ``directory`` or its ``locomo-plus`` / ``locomo_plus``."""
