@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import os
 import re
+import threading
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from datetime import datetime, timedelta
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
@@ -25,6 +27,7 @@ from himga.benchmarks.locomo_plus import (
     stitch,
 )
 from himga.data import (
+    ChecksumMismatchError,
     DatasetError,
     DatasetNotFoundError,
     EvidenceWarning,
@@ -379,3 +382,57 @@ def test_unreadable_gap_and_truncated_file_through_load_dataset(tmp_path: Path) 
     path.write_text(text[:-7], encoding="utf-8")
     with pytest.raises(DatasetError, match=rf"^{re.escape(str(path))}: invalid JSON"):
         load_dataset("locomo-plus", path=path)
+
+
+@pytest.fixture
+def served() -> Iterator[dict[str, bytes]]:
+    """Bodies by path, served on loopback; ``routes["base"]`` is not a route but the URL."""
+    routes: dict[str, bytes] = {}
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            body = routes.get(self.path)
+            if body is None:
+                self.send_error(404)
+                return
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, format: str, *args: object) -> None:
+            pass
+
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    routes["base"] = f"http://127.0.0.1:{httpd.server_address[1]}".encode()
+    thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05})
+    thread.start()
+    yield routes
+    httpd.shutdown()
+    httpd.server_close()
+    thread.join()
+
+
+def _serve(routes: dict[str, bytes], path: str, body: bytes) -> str:
+    routes[path] = body
+    return routes["base"].decode() + path
+
+
+def test_download_is_verified_and_loads(
+    shared_plus: Path,
+    served: dict[str, bytes],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("HIMGA_DATA_DIR", str(shared_plus))  # LoCoMo-10 is found there
+    plain = benchmarks()[0]
+    body = (shared_plus / "locomo_plus" / FILE).read_bytes()
+    monkeypatch.setenv("HIMGA_LOCOMO_PLUS_URL", _serve(served, "/bad", body[:-1] + b" "))
+    with pytest.raises(ChecksumMismatchError):
+        plain.download(tmp_path / "bad", show_progress=False)
+    assert not list((tmp_path / "bad").glob("*"))  # nothing kept
+    monkeypatch.setenv("HIMGA_LOCOMO_PLUS_URL", _serve(served, "/good", body))
+    path = plain.download(tmp_path / "cache" / "locomo-plus", show_progress=False)
+    assert path.read_bytes() == body
+    assert plain.locate(tmp_path / "cache") == path
+    assert len(list(plain.load(path, frozenset({"plus-400"})))) == 1

@@ -20,6 +20,7 @@ directory next to it or to its directory (a datasets directory such as
 from __future__ import annotations
 
 import dataclasses
+import os
 import warnings
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -57,6 +58,7 @@ FILE = "locomo_plus.json"
 _COMMIT = "059f4e3d38f7f1f96765e8e2cb7de3097551bffb"
 _URL = f"https://raw.githubusercontent.com/xjtuleeyf/Locomo-Plus/{_COMMIT}/data/{FILE}"
 _SHA256 = "af2fc6e5e0e88735e28d8dd1ef474b718861a73beb21779809e3b9e1a4fe3d23"
+_URL_ENV = "HIMGA_LOCOMO_PLUS_URL"  # a mirror, or a test server
 _DIRECTORIES = ("locomo-plus", "locomo_plus")
 # Upstream's names of LoCoMo's categories (LOCOMO_CATEGORY_NAMES of unified_input.py,
 # by the same official codes): code 3 is "common-sense" there, "open-domain" in himga.
@@ -97,10 +99,12 @@ class LocomoPlus:
         return None
 
     def download(self, cache: Path, *, show_progress: bool) -> Path:
-        """Upstream's ``locomo_plus.json`` at a pinned commit (sha256-verified) into
-        ``cache``, and LoCoMo-10 where himga keeps it (found or downloaded)."""
+        """Upstream's ``locomo_plus.json`` at a pinned commit (``$HIMGA_LOCOMO_PLUS_URL``
+        overrides its URL), sha256-checked, into ``cache``; and LoCoMo-10 where himga
+        keeps it (found, else downloaded)."""
         destination = cache / FILE
-        download_file(_URL, destination, sha256=_SHA256, show_progress=show_progress)
+        url = os.environ.get(_URL_ENV) or _URL
+        download_file(url, destination, sha256=_SHA256, show_progress=show_progress)
         resolve_dataset("locomo", show_progress=show_progress)
         return destination
 
