@@ -45,7 +45,7 @@ def test_generated_file_loads(generated: Path) -> None:
         assert sample.dataset == "longmemeval_s"
         assert qa.question_id == sample.sample_id == record["question_id"]
         assert qa.answer == str(record["answer"])
-        assert qa.category.value == record["question_type"]
+        assert qa.category == record["question_type"]
         assert qa.adversarial == record["question_id"].endswith("_abs")
         assert qa.evidence == tuple(record["answer_session_ids"])
         assert sample.question_date == record["question_date"]
@@ -118,7 +118,7 @@ def test_unknown_question_type_is_kept_and_warned(tmp_path: Path) -> None:
         (sample,) = load_dataset("longmemeval_s", path=path)
     [detail] = w[0].message.details  # type: ignore[union-attr]
     assert re.search(r"x\.json: sample 'q00001'.*multi-hop-reasoning", detail)
-    assert sample.qa_pairs[0].category is Category.UNKNOWN
+    assert sample.qa_pairs[0].category == Category.UNKNOWN
     assert sample.metadata["question_type"] == "multi-hop-reasoning"
 
 
@@ -210,7 +210,7 @@ def test_generated_records_round_trip(records: list[dict[str, Any]]) -> None:
             if turn.get("has_answer") is True
         ]
         assert {m.turn_id for _, m in sample.iter_turns()} >= set(qa.evidence_turns)
-        assert (qa.question, qa.category.value) == (record["question"], record["question_type"])
+        assert (qa.question, qa.category) == (record["question"], record["question_type"])
         assert qa.adversarial == record["question_id"].endswith("_abs")
         assert sample.question_date == record["question_date"]
         assert [s.date_str for s in sample.sessions] == record["haystack_dates"]

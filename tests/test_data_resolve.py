@@ -10,8 +10,9 @@ from pathlib import Path
 
 import pytest
 
+from himga.benchmarks.locomo import SPEC as LOCOMO_SPEC
+from himga.benchmarks.longmemeval import SPLITS as LONGMEMEVAL_SPLITS
 from himga.data import (
-    DATASETS,
     ChecksumMismatchError,
     DatasetError,
     DatasetNotFoundError,
@@ -73,7 +74,7 @@ def server() -> Iterator[_Server]:
 @pytest.fixture
 def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.delenv("HIMGA_DATA_DIR", raising=False)
-    for spec in DATASETS.values():
+    for spec in (LOCOMO_SPEC, *LONGMEMEVAL_SPLITS):
         monkeypatch.delenv(spec.url_env, raising=False)
     directory = tmp_path / "cache"
     monkeypatch.setenv("HIMGA_CACHE_DIR", str(directory))
@@ -124,7 +125,7 @@ def test_failed_download_says_what_to_get_and_where(
         resolve_dataset("locomo")
     message = str(info.value)
     assert "404" in message
-    assert DATASETS["locomo"].url in message
+    assert LOCOMO_SPEC.url in message
     assert "5c342973" in message
     assert "$HIMGA_DATA_DIR/locomo/locomo10.zip" in message
     assert str(cache / "locomo" / "locomo10.zip") in message

@@ -8,10 +8,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from himga.benchmarks.locomo import locomo_f1
 from himga.data.schema import Category
 from himga.eval import compute_metrics, context_containment
 from himga.eval._ranking import RANK_KS
-from himga.eval.metrics import locomo_f1
 from tests.test_eval_support import make_result
 
 
@@ -20,14 +20,14 @@ def test_an_abstention_explanation_is_not_scored_as_an_answer() -> None:
     results = [
         make_result(
             question_id="1",
-            dataset="longmemeval",
+            dataset="longmemeval_s",
             category=Category.MULTI_SESSION,
             answer="Paris",
             prediction="Paris",
         ),
         make_result(
             question_id="2",
-            dataset="longmemeval",
+            dataset="longmemeval_s",
             category=Category.MULTI_SESSION,
             adversarial=True,
             answer=explanation,

@@ -136,9 +136,9 @@ def test_longmemeval_file_through_loader_eval_and_official_judge_prompts(
         question = prompt.rsplit("Question: ", 1)[1].removesuffix(" Short answer:")
         assert f"Current date: {by_question[question].question_date}" in prompt
     expected_prompts = {
-        Category.TEMPORAL_REASONING: "do not penalize off-by-one errors",
-        Category.KNOWLEDGE_UPDATE: "along with an updated answer",
-        Category.SINGLE_SESSION_PREFERENCE: "Rubric:",
+        Category.TEMPORAL_REASONING.value: "do not penalize off-by-one errors",
+        Category.KNOWLEDGE_UPDATE.value: "along with an updated answer",
+        Category.SINGLE_SESSION_PREFERENCE.value: "Rubric:",
     }
     judged = {r.messages[-1]["content"] for r in verdicts}
     for result in results:

@@ -8,11 +8,23 @@ from collections.abc import Sequence
 
 import pytest
 
+from himga.benchmarks import JudgeRequest, get_benchmark
+from himga.benchmarks.locomo import PROMPTS as LOCOMO_PROMPTS
+from himga.benchmarks.longmemeval import PROMPTS as LONGMEMEVAL_PROMPTS
 from himga.data.schema import Category
 from himga.eval import batch_judge, compute_metrics
-from himga.eval.judge import JUDGE_PROMPTS, UnjudgeableError, parse_verdict
+from himga.eval.judge import UnjudgeableError
 from himga.llm._protocol import ChatMessage
 from tests.test_eval_support import ScriptedLLM, make_result
+
+JUDGE_PROMPTS = {**LOCOMO_PROMPTS, **LONGMEMEVAL_PROMPTS}
+
+
+def parse_verdict(prompt: str, reply: str) -> object:
+    """The verdict the judge that owns template ``prompt`` reads in ``reply``."""
+    judge = get_benchmark("locomo" if prompt == "locomo" else "longmemeval_s").judge
+    assert judge is not None
+    return judge.parse(JudgeRequest(prompt, "", 0), reply)
 
 
 def _grader(messages: Sequence[ChatMessage]) -> str:
@@ -103,7 +115,7 @@ def test_longmemeval_uses_the_official_type_specific_prompt(
     category: Category, abstention: bool, prompt: str
 ) -> None:
     llm = ScriptedLLM(reply=_grader)
-    result = make_result(dataset="longmemeval", category=category, adversarial=abstention)
+    result = make_result(dataset="longmemeval_s", category=category, adversarial=abstention)
     scores = batch_judge([result], llm=llm, show_progress=False)
     assert list(scores) == [1.0]
     assert llm.calls[0][0]["content"] == JUDGE_PROMPTS[prompt].format(

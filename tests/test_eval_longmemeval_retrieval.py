@@ -9,15 +9,14 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from himga.data.schema import Category
-from himga.eval import (
+from himga.benchmarks.longmemeval import (
     LONGMEMEVAL_KS,
-    EvalResult,
-    compute_metrics,
     longmemeval_retrieval_metrics,
     session_retrieval,
     turn_retrieval,
 )
+from himga.data.schema import Category
+from himga.eval import EvalResult, compute_metrics
 
 # --- the official code (xiaowu0162/LongMemEval, src/retrieval/eval_utils.py), ported
 # --- verbatim but for np.asfarray, which numpy 2 removed.

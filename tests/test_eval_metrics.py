@@ -13,8 +13,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from himga.benchmarks.locomo import locomo_f1
 from himga.data.schema import Category
-from himga.eval.metrics import bleu1, exact_match, locomo_f1, normalize_answer, token_f1
+from himga.eval.metrics import bleu1, exact_match, normalize_answer, token_f1
 
 SINGLE_HOP, MULTI_HOP, TEMPORAL, OPEN_DOMAIN, ADVERSARIAL = 4, 1, 2, 3, 5
 

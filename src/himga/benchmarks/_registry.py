@@ -4,7 +4,8 @@
 An entry point's value is ``module:attr`` naming a :class:`Benchmark`, or a
 zero-argument callable returning a Benchmark or an iterable of them (all the
 splits of one benchmark). Entry points are loaded on the first look-up, all of
-them (a callable's benchmarks are only known once it is called); as for memories,
+them (a callable's benchmarks are only known once it is called), and again when
+``sys.path`` changes; as for memories,
 ``HIMGA_NO_PLUGINS=1`` keeps only himga's own. Like :mod:`._protocol`, this module
 imports nothing of himga at run time but the error root, so :mod:`himga.data` can
 dispatch through it.
@@ -14,6 +15,7 @@ from __future__ import annotations
 
 import importlib
 import os
+import sys
 import threading
 from collections.abc import Iterable
 from importlib.metadata import entry_points
@@ -47,7 +49,9 @@ class BenchmarkLoadError(HimgaError, ValueError):
 
 _lock = threading.Lock()
 _registered: dict[str, Benchmark] = {}
-_from_entry_points: dict[str, tuple[Benchmark, str]] | None = None
+# The entry points found, with the sys.path and HIMGA_NO_PLUGINS they were found
+# under: a distribution put on the path later is then picked up.
+_from_entry_points: tuple[tuple[object, ...], dict[str, tuple[Benchmark, str]]] | None = None
 
 
 def _as_benchmarks(loaded: object, origin: str) -> list[Benchmark]:
@@ -70,9 +74,8 @@ def _as_benchmarks(loaded: object, origin: str) -> list[Benchmark]:
     return found
 
 
-def _load_entry_points() -> dict[str, tuple[Benchmark, str]]:
+def _load_entry_points(third_party: bool) -> dict[str, tuple[Benchmark, str]]:
     found: dict[str, tuple[Benchmark, str]] = {}
-    third_party = os.environ.get("HIMGA_NO_PLUGINS", "") in ("", "0")
     seen: set[tuple[str, str]] = set()
     for entry_point in entry_points(group=ENTRY_POINT_GROUP):
         distribution = entry_point.dist.name if entry_point.dist is not None else "<unknown>"
@@ -103,10 +106,12 @@ def _load_entry_points() -> dict[str, tuple[Benchmark, str]]:
 
 def _all() -> dict[str, Benchmark]:
     global _from_entry_points
+    third_party = os.environ.get("HIMGA_NO_PLUGINS", "") in ("", "0")
+    key = (third_party, *sys.path)
     with _lock:
-        if _from_entry_points is None:
-            _from_entry_points = _load_entry_points()
-        merged = {name: benchmark for name, (benchmark, _) in _from_entry_points.items()}
+        if _from_entry_points is None or _from_entry_points[0] != key:
+            _from_entry_points = (key, _load_entry_points(third_party))
+        merged = {name: benchmark for name, (benchmark, _) in _from_entry_points[1].items()}
         merged.update(_registered)
         return merged
 

@@ -15,16 +15,11 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from himga.benchmarks.longmemeval import QUESTION_TYPES
+
 __all__ = ["longmemeval_record", "write_longmemeval"]
 
-_QUESTION_TYPES = (
-    "single-session-user",
-    "single-session-assistant",
-    "single-session-preference",
-    "multi-session",
-    "knowledge-update",
-    "temporal-reasoning",
-)
+_QUESTION_TYPES = tuple(QUESTION_TYPES)
 _WORDS = [
     *("memory", "garden", "trip", "coffee", "recipe", "marathon", "budget", "guitar"),
     *("painting", "camera", "weekend", "project", "meeting", "doctor", "sister", "flight"),

@@ -13,9 +13,15 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
-from himga.benchmarks._protocol import JSONValue, JudgeRequest, UnjudgeableError
+from himga.benchmarks._protocol import JSONValue, JudgeRequest
 from himga.benchmarks.locomo._categories import ADVERSARIAL
-from himga.benchmarks.longmemeval._judge import ABSTENTION_PROMPT, YES_NO_MAX_TOKENS, parse_yes_no
+from himga.benchmarks.longmemeval._judge import (
+    ABSTENTION_PROMPT,
+    YES_NO_MAX_TOKENS,
+    only_verdict,
+    parse_yes_no,
+    single_verdict,
+)
 
 if TYPE_CHECKING:
     from himga.eval._result import EvalResult
@@ -74,10 +80,7 @@ def parse_label(reply: str) -> float:
             verdict = label["label"].strip().upper()
             if verdict in ("CORRECT", "WRONG"):
                 return 1.0 if verdict == "CORRECT" else 0.0
-    found = {match.upper() for match in _LABEL.findall(reply)}
-    if len(found) != 1:
-        raise UnjudgeableError(f"no single verdict in judge reply {reply[:200]!r}")
-    return 1.0 if found == {"CORRECT"} else 0.0
+    return single_verdict({match.upper() for match in _LABEL.findall(reply)}, "CORRECT", reply)
 
 
 class LocomoJudge:
@@ -107,6 +110,4 @@ class LocomoJudge:
 
     def score(self, result: EvalResult, parsed: Sequence[JSONValue]) -> float:
         """The verdict of the one call."""
-        (verdict,) = parsed
-        assert isinstance(verdict, (int, float))
-        return float(verdict)
+        return only_verdict(parsed)

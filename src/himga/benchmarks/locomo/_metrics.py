@@ -59,17 +59,13 @@ def locomo_f1(prediction: str, ground_truth: str, category: str | int) -> float:
     return token_f1(prediction, ground_truth)
 
 
+_F1_DESCRIPTION = "the official LoCoMo QA score (locomo_f1), adversarial questions included"
+
+
 def _f1(result: EvalResult, judge: float | None) -> float | None:
     assert result.prediction is not None
     return locomo_f1(result.prediction, result.answer, result.category)
 
 
-F1 = Metric(
-    name="f1",
-    title="F1",
-    needs="prediction",
-    score=_f1,
-    in_table=True,
-    description="the official LoCoMo QA score (locomo_f1), adversarial questions included",
-)
+F1 = Metric("f1", "F1", "prediction", _f1, in_table=True, description=_F1_DESCRIPTION)
 """LoCoMo's ``f1``: it replaces the built-in token F1 for LoCoMo results."""

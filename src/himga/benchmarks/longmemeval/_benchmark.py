@@ -100,20 +100,14 @@ class LongMemEval:
     judge: LongMemEvalJudge = field(default_factory=LongMemEvalJudge)
     metrics: Sequence[Metric | RunMetric] = (RETRIEVAL,)
 
-    @property
-    def name(self) -> str:
-        """``longmemeval_<split>``."""
-        return self.spec.name
+    name: str = field(init=False)
+    description: str = field(init=False)
+    license: str = field(init=False)
 
-    @property
-    def description(self) -> str:
-        """The split's one-line description."""
-        return self.spec.description
-
-    @property
-    def license(self) -> str:
-        """MIT."""
-        return self.spec.license
+    def __post_init__(self) -> None:
+        # The split's name, description and license are its spec's.
+        for attribute in ("name", "description", "license"):
+            object.__setattr__(self, attribute, getattr(self.spec, attribute))
 
     def locate(self, directory: Path) -> Path | None:
         """``<name>.json`` (or ``<name>``) in ``directory/<name>/``, ``directory/longmemeval/``

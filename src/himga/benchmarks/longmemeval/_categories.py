@@ -13,16 +13,18 @@ __all__ = [
     "UNKNOWN",
 ]
 
-SINGLE_SESSION_USER = "single-session-user"
-SINGLE_SESSION_ASSISTANT = "single-session-assistant"
-SINGLE_SESSION_PREFERENCE = "single-session-preference"
-MULTI_SESSION = "multi-session"
-KNOWLEDGE_UPDATE = "knowledge-update"
-TEMPORAL_REASONING = "temporal-reasoning"
-UNKNOWN = "unknown"
-"""The category of a ``question_type`` himga does not know (it warns)."""
-
 CATEGORIES: tuple[str, ...] = (
+    "single-session-user",
+    "single-session-assistant",
+    "single-session-preference",
+    "multi-session",
+    "knowledge-update",
+    "temporal-reasoning",
+    "unknown",  # the category of a question_type himga does not know (it warns)
+)
+"""Report order."""
+
+(
     SINGLE_SESSION_USER,
     SINGLE_SESSION_ASSISTANT,
     SINGLE_SESSION_PREFERENCE,
@@ -30,5 +32,4 @@ CATEGORIES: tuple[str, ...] = (
     KNOWLEDGE_UPDATE,
     TEMPORAL_REASONING,
     UNKNOWN,
-)
-"""Report order."""
+) = CATEGORIES

@@ -91,13 +91,25 @@ _TYPED = {
 _YES_NO = re.compile(r"\b(yes|no)\b", re.IGNORECASE)
 
 
+def single_verdict(found: set[str], positive: str, reply: str) -> float:
+    """1.0 when the verdict words ``found`` in ``reply`` are just ``positive``, 0.0 when
+    they are just the other one; :class:`UnjudgeableError` for both or neither."""
+    if len(found) != 1:
+        raise UnjudgeableError(f"no single verdict in judge reply {reply[:200]!r}")
+    return 1.0 if found == {positive} else 0.0
+
+
+def only_verdict(parsed: Sequence[JSONValue]) -> float:
+    """The score of a question judged by one call parsed to 1.0 / 0.0."""
+    (verdict,) = parsed
+    assert isinstance(verdict, (int, float))
+    return float(verdict)
+
+
 def parse_yes_no(reply: str) -> float:
     """1.0 / 0.0 for the single yes / no word of ``reply``; :class:`UnjudgeableError` if
     it has both or neither."""
-    found = {match.lower() for match in _YES_NO.findall(reply)}
-    if len(found) != 1:
-        raise UnjudgeableError(f"no single verdict in judge reply {reply[:200]!r}")
-    return 1.0 if found == {"yes"} else 0.0
+    return single_verdict({match.lower() for match in _YES_NO.findall(reply)}, "yes", reply)
 
 
 class LongMemEvalJudge:
@@ -122,6 +134,4 @@ class LongMemEvalJudge:
 
     def score(self, result: EvalResult, parsed: Sequence[JSONValue]) -> float:
         """The verdict of the one call."""
-        (verdict,) = parsed
-        assert isinstance(verdict, (int, float))
-        return float(verdict)
+        return only_verdict(parsed)

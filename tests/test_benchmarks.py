@@ -1,0 +1,181 @@
+"""The benchmark registry: a benchmark defined outside himga (tests/external_benchmark.py)
+runs end to end through ``himga eval`` and ``himga report``, registered by an entry point
+or by ``register_benchmark``; LoCoMo and LongMemEval are registrations like it."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from himga._cli import main
+from himga.agent import BaseAgent
+from himga.benchmarks import (
+    Benchmark,
+    BenchmarkLoadError,
+    UnknownDatasetError,
+    find_benchmark,
+    get_benchmark,
+    register_benchmark,
+)
+from himga.data import DatasetNotFoundError, load_dataset, resolve_dataset
+from himga.eval import compute_metrics, format_table, get_metric, run_eval
+from himga.llm import ChatMessage
+from himga.memory import BM25Memory
+from himga.testing.llm_server import FakeLLMServer
+from tests.external_benchmark import PROMPT, ToyQA, write_toyqa
+from tests.test_eval_support import make_result
+
+
+def _install(site: Path, entry_points: str) -> None:
+    """A minimal installed distribution whose only content is ``entry_points``."""
+    info = site / "toyqa_plugin-1.0.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text(
+        "Metadata-Version: 2.1\nName: toyqa-plugin\nVersion: 1.0\n", encoding="utf-8"
+    )
+    (info / "entry_points.txt").write_text(
+        f"[himga.benchmarks]\n{entry_points}\n", encoding="utf-8"
+    )
+
+
+@pytest.fixture
+def site(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    directory = tmp_path / "site"
+    directory.mkdir()
+    monkeypatch.syspath_prepend(str(directory))
+    monkeypatch.delenv("HIMGA_NO_PLUGINS", raising=False)
+    return directory
+
+
+def _responder(messages: list[ChatMessage]) -> str:
+    prompt = messages[-1]["content"]
+    if prompt.endswith("Reply MATCH or MISS."):
+        response = prompt.split("Response: ")[1].split("\n")[0]
+        gold = prompt.split("Gold answer: ")[1].split("\n")[0]
+        return "MATCH" if gold.lower() in response.lower() else "MISS"
+    return "Paris" if "fly" in prompt else "I do not know"
+
+
+def _read(out: Path) -> tuple[list[dict[str, Any]], dict[str, Any], dict[str, Any]]:
+    results = [json.loads(line) for line in (out / "results.jsonl").read_text("utf-8").splitlines()]
+    metrics = json.loads((out / "metrics.json").read_text("utf-8"))
+    manifest = json.loads((out / "manifest.json").read_text("utf-8"))
+    return results, metrics, manifest
+
+
+def test_an_entry_point_benchmark_runs_through_eval_and_report(
+    site: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _install(site, "toyqa = tests.external_benchmark:benchmarks")
+    data = write_toyqa(tmp_path / "data" / "toyqa" / "toyqa.json")
+    monkeypatch.setenv("HIMGA_DATA_DIR", str(tmp_path / "data"))
+    assert get_benchmark("toyqa-mini").description == "ToyQA under a second name"
+    assert resolve_dataset("toyqa").path == data
+    out = tmp_path / "run"
+    argv = ["eval", "--dataset", "toyqa", "--llm", "openai", "--model", "fake"]
+    with FakeLLMServer(responder=_responder) as server:
+        monkeypatch.setenv("OPENAI_BASE_URL", server.openai_base_url)
+        monkeypatch.setenv("OPENAI_API_KEY", "test-key")
+        assert main([*argv, "--out", str(out), "--no-progress"]) == 0
+    table = capsys.readouterr().out
+    results, metrics, manifest = _read(out)
+
+    # the benchmark's categories, gold, judge and metrics, through the generic code
+    assert [r["category"] for r in results] == ["recall", "recall", "trap", "recall"]
+    assert results[0]["gold"] == {"keywords": ["Paris"]}
+    assert results[2]["gold"] == {"keywords": []}
+    assert [r["judge"] for r in results] == [1.0, 0.0, 0.0, 0.0]
+    assert list(metrics["by_category"]) == ["recall", "trap"]
+    assert metrics["overall"]["questions"] == 3  # the trap question is out of the headline
+    assert metrics["overall_with_adversarial"]["questions"] == 4
+    assert metrics["overall"]["judge"] == pytest.approx(1 / 3)
+    assert metrics["by_category"]["recall"]["keyword_hit"] == pytest.approx(1 / 3)
+    assert metrics["by_category"]["trap"]["keyword_hit"] is None  # no keywords: not scored
+    assert metrics["toyqa_summary"] == {"dialogues": 2, "questions": 4}
+    assert metrics["overall"]["recall@1"] is not None  # bm25 ranks: the built-ins apply
+    digest = hashlib.sha256(PROMPT.encode("utf-8")).hexdigest()
+    assert manifest["prompt_hashes"]["judge"] == {"toyqa-match": digest}
+    assert manifest["dataset"]["name"] == "toyqa"
+    assert "overall (no trap)" in table
+    assert "KW" in table
+
+    assert main(["report", str(out)]) == 0
+    report = (out / "report.md").read_text("utf-8")
+    assert "overall (no trap)" in report
+    assert "KW" in report
+
+
+def test_register_benchmark_makes_it_loadable_and_evaluable(tmp_path: Path) -> None:
+    toy: Benchmark = ToyQA(name="toyqa-registered")
+    register_benchmark(toy, replace=True)
+    with pytest.raises(BenchmarkLoadError, match="already registered"):
+        register_benchmark(ToyQA(name="toyqa-registered"))
+    assert get_benchmark("toyqa-registered") is toy
+    assert find_benchmark("toyqa-registered+shuffled") is toy
+    assert find_benchmark("toyqa-nope") is None
+    with pytest.raises(DatasetNotFoundError, match=r"write toyqa\.json"):
+        resolve_dataset("toyqa-registered", path=tmp_path)
+    path = write_toyqa(tmp_path / "toyqa.json")
+    samples = load_dataset("toyqa-registered", path=path, ids=["d2"])
+    assert [s.dataset for s in samples] == ["toyqa-registered"]
+    results = run_eval(samples, agent=BaseAgent(memory=BM25Memory(), llm=None), show_progress=False)
+    metrics = compute_metrics(results)
+    assert list(metrics["by_category"]) == ["recall"]
+    assert metrics["by_category"]["recall"]["keyword_hit"] is None  # offline: no answer
+    assert "overall (no trap)" in format_table(metrics, dataset="toyqa-registered")
+    assert get_metric("KW").name == "keyword_hit"
+
+
+def test_gold_is_written_only_when_there_is_some() -> None:
+    assert "gold" not in make_result().to_dict()  # so LoCoMo's results.jsonl is unchanged
+    with_gold = make_result(gold={"cue": "the red door"})
+    assert with_gold.to_dict()["gold"] == {"cue": "the red door"}
+    assert type(with_gold).from_dict(with_gold.to_dict()) == with_gold
+
+
+def test_register_benchmark_refuses_what_is_not_a_benchmark() -> None:
+    with pytest.raises(TypeError, match="not a Benchmark"):
+        register_benchmark(object())  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="not a Benchmark"):
+        register_benchmark(ToyQA)  # type: ignore[arg-type]  # the class, not an instance
+
+
+@pytest.mark.parametrize(
+    ("entry_points", "message"),
+    [
+        ("toyqa = tests.no_such_module:benchmarks", "No module named"),
+        ("toyqa = tests.external_benchmark:FILE", "neither a Benchmark nor callable"),
+        ("toyqa = tests.external_benchmark:write_toyqa", "raised"),
+        ("toyqa = tests.external_benchmark:_summary", "raised"),
+        ("clash = tests.external_benchmark:ToyQA", "locomo|toyqa"),
+    ],
+)
+def test_a_broken_registration_is_a_clear_error(
+    site: Path, entry_points: str, message: str
+) -> None:
+    if entry_points.startswith("clash"):
+        entry_points = "a = tests.external_benchmark:ToyQA\nb = tests.external_benchmark:benchmarks"
+    _install(site, entry_points)
+    with pytest.raises(BenchmarkLoadError, match=message):
+        get_benchmark("locomo")
+
+
+def test_unknown_names_list_the_known_benchmarks() -> None:
+    with pytest.raises(UnknownDatasetError, match="known: locomo, longmemeval_s"):
+        get_benchmark("nope")
+
+
+def test_the_builtin_benchmarks_are_registrations() -> None:
+    locomo = get_benchmark("locomo")
+    assert list(locomo.categories)[-1] == "adversarial"
+    assert locomo.headline_excludes == frozenset({"adversarial"})
+    assert locomo.judge is not None
+    assert "locomo" in locomo.judge.prompts
+    lme = get_benchmark("longmemeval_oracle")
+    assert lme.headline_excludes == frozenset()
+    assert find_benchmark("longmemeval_oracle+distractors") is lme
+    assert [m.name for m in lme.metrics] == ["longmemeval_retrieval"]
