@@ -1,0 +1,221 @@
+"""The LoCoMo-Plus judge: upstream's LLM-as-judge, its templates verbatim.
+
+``PROMPT_TEMPLATES`` of ``evaluation_framework/task_eval/prompt.py`` and the
+scoring of ``task_eval/llm_as_judge.py`` (xjtuleeyf/Locomo-Plus at 059f4e3):
+one template per upstream category -- ``Cognitive`` for LoCoMo-Plus items (no
+gold answer: does the reply reflect the cue?), ``multi-hop``, ``temporal``,
+``common-sense``, ``single-hop`` and ``adversarial`` for LoCoMo's questions --
+filled with ``gold`` (the answer), ``pred`` (the prediction) and ``evidence``
+(``QAPair.gold["evidence"]``: the cue, or the evidence turns as
+``"<speaker>：<text>"`` lines), sent as one user message with 512 tokens
+(upstream's judge default). A label scores correct 1, partial 0.5, wrong 0.
+
+One difference, on purpose: upstream reads a reply without a JSON label by
+looking for the words "correct", "wrong", "partial" in it (so "incorrect" counts
+as correct) and scores any other reply 0; here such a reply raises
+:class:`~himga.benchmarks.UnjudgeableError`, so the run records it instead of a
+silent score.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping, Sequence
+from types import MappingProxyType
+
+from himga.benchmarks._protocol import JSONValue, JudgeRequest, UnjudgeableError
+from himga.eval._result import EvalResult
+
+# Verbatim from upstream's PROMPT_TEMPLATES (long lines included); its "default" is left
+# out: every category has its own template.
+_MULTI_HOP = """
+You are a Fact-Checking Judge.
+Your task: Compare the model's prediction with the reference answer (multi-hop fact QA).
+
+Labels:
+- "correct": The answer matches the reference entities (names, places, times) exactly.
+- "partial": The answer misses some details or contains minor inaccuracies but gets the main entity right.
+- "wrong": The answer is factually incorrect or hallucinates details not in the reference.
+
+Reference Answer:
+{gold}
+
+Model Prediction:
+{pred}
+
+Relevant Evidence:
+{evidence}
+
+Return your judgment strictly in JSON format:
+{{"label": "correct"|"partial"|"wrong", "reason": "<short explanation>"}}
+"""  # noqa: E501
+
+_SINGLE_HOP = """
+You are a Fact-Checking Judge.
+Your task: Compare the model's prediction with the reference answer (single-hop fact QA).
+
+Labels:
+- "correct": The answer matches the reference entities exactly.
+- "partial": The answer misses some details but gets the main entity right.
+- "wrong": The answer is factually incorrect or hallucinates details not in the reference.
+
+Reference Answer:
+{gold}
+
+Model Prediction:
+{pred}
+
+Relevant Evidence:
+{evidence}
+
+Return your judgment strictly in JSON format:
+{{"label": "correct"|"partial"|"wrong", "reason": "<short explanation>"}}
+"""
+
+_TEMPORAL = """
+You are a Temporal Logic Judge.
+Your task: Check the calculation, duration, or sequence of events.
+
+Labels:
+- "correct": The calculated time, duration, or date matches the reference exactly (semantic equivalents are allowed).
+- "wrong": The calculation is incorrect, the sequence is reversed, or the specific time is wrong.
+
+Reference Answer:
+{gold}
+
+Model Prediction:
+{pred}
+
+Relevant Evidence:
+{evidence}
+
+Return your judgment strictly in JSON format:
+{{"label": "correct"|"wrong", "reason": "<short explanation>"}}
+"""  # noqa: E501
+
+_COMMON_SENSE = """
+You are a Knowledge Logic Judge.
+Your task: Assess if the prediction applies correct commonsense/world knowledge consistent with the reference.
+
+Labels:
+- "correct": The logic and inference are sound and match the reference conclusion.
+- "partial": The reasoning is mostly correct but the final conclusion is vague or slightly off.
+- "wrong": The reasoning contradicts commonsense or the reference.
+
+Reference Answer:
+{gold}
+
+Model Prediction:
+{pred}
+
+Relevant Evidence:
+{evidence}
+
+Return your judgment strictly in JSON format:
+{{"label": "correct"|"partial"|"wrong", "reason": "<short explanation>"}}
+"""  # noqa: E501
+
+_ADVERSARIAL = """
+You are a Skeptical Judge evaluating robustness.
+The question is inherently misleading (e.g., asks about something not in the conversation).
+Your task: Judge whether the model's answer conveys that "this was not mentioned in the conversation" (or equivalent refusal).
+
+Labels:
+- "correct": The prediction clearly conveys that the information was not mentioned / cannot be answered from the conversation. Score it.
+- "wrong": The prediction does NOT convey that meaning—e.g., it gives a concrete answer or does not refuse. Do not score.
+
+
+Model Prediction:
+{pred}
+
+Return your judgment strictly in JSON format:
+{{"label": "correct"|"wrong", "reason": "<short explanation>"}}
+"""  # noqa: E501
+
+_COGNITIVE = """
+You are a Memory Awareness Judge.
+Your task: Judge whether the Model Prediction considers or is linked to the Evidence. If there is a clear connection, the answer is correct (score 1); if not, it is wrong (no score).
+
+Labels:
+- "correct": The prediction explicitly or implicitly reflects/uses the evidence (memory or constraint). Give 1 point.
+- "wrong": The prediction does not show such a link to the evidence. No point.
+
+Memory/Evidence:
+{evidence}
+
+Model Prediction:
+{pred}
+
+Return your judgment strictly in JSON format:
+{{"label": "correct"|"wrong", "reason": "<Does the prediction relate to the evidence?>"}}
+"""  # noqa: E501
+
+_TEMPLATES = {
+    "multi-hop": _MULTI_HOP,
+    "single-hop": _SINGLE_HOP,
+    "temporal": _TEMPORAL,
+    "common-sense": _COMMON_SENSE,
+    "adversarial": _ADVERSARIAL,
+    "Cognitive": _COGNITIVE,
+}
+
+#: Every template by upstream category name (its hash goes into the run identity).
+PROMPTS: Mapping[str, str] = MappingProxyType(_TEMPLATES)
+
+#: Upstream's scores per label (``LABEL_TO_SCORE`` of ``llm_as_judge.py``).
+LABEL_SCORES: Mapping[str, float] = MappingProxyType({"correct": 1.0, "partial": 0.5, "wrong": 0.0})
+
+#: Upstream's judge ``max_tokens`` (``--max-tokens`` default of ``llm_as_judge.py``).
+MAX_TOKENS = 512
+
+_LABEL = re.compile(r'["\']label["\']\s*:\s*["\']([^"\']+)["\']')
+_FENCE = re.compile(r"^```(?:json)?\s*|\s*```$")
+
+#: The prefix of this judge's template names (names are global across benchmarks).
+PREFIX = "locomo-plus-"
+
+
+class LocomoPlusJudge:
+    """Upstream's LLM-as-judge (see the module documentation).
+
+    Reads ``result.gold["upstream_category"]`` (which template) and
+    ``result.gold["evidence"]``; one request per result; parses to the label
+    (``"correct"``, ``"partial"``, ``"wrong"``); scores it 1 / 0.5 / 0.
+    """
+
+    prompts: Mapping[str, str] = MappingProxyType({PREFIX + k: v for k, v in PROMPTS.items()})
+
+    def requests(self, result: EvalResult) -> Sequence[JudgeRequest]:
+        """The filled template of the result's upstream category."""
+        category = result.gold["upstream_category"]
+        text = PROMPTS[category].format(
+            gold=result.answer, pred=result.prediction or "", evidence=result.gold["evidence"]
+        )
+        return (JudgeRequest(prompt=PREFIX + category, text=text, max_tokens=MAX_TOKENS),)
+
+    def parse(self, request: JudgeRequest, reply: str) -> JSONValue:
+        """The one label of ``reply``: its JSON object's ``"label"``, else the one
+        ``"label": "..."`` pair in it; :class:`UnjudgeableError` if none or several."""
+        del request  # every template asks for the same JSON reply
+        labels: set[str] = set()
+        try:
+            decoded = json.loads(_FENCE.sub("", reply.strip()))
+        except json.JSONDecodeError:
+            decoded = None
+        if isinstance(decoded, dict) and isinstance(decoded.get("label"), str):
+            labels.add(decoded["label"])
+        else:
+            labels.update(_LABEL.findall(reply))
+        normalised = {label.strip().lower() for label in labels}
+        if len(normalised) != 1 or not normalised <= LABEL_SCORES.keys():
+            raise UnjudgeableError(
+                f"expected one label of {sorted(LABEL_SCORES)} in a JSON reply, got {reply[:200]!r}"
+            )
+        return normalised.pop()
+
+    def score(self, result: EvalResult, parsed: Sequence[JSONValue]) -> float:
+        """Upstream's score of the label: correct 1.0, partial 0.5, wrong 0.0."""
+        del result
+        (label,) = parsed
+        return LABEL_SCORES[str(label)]
