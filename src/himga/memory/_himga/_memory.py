@@ -95,7 +95,7 @@ class HiMGAMemory(RankedTurns):
         )
 
     def ingest(self, message: Message, session: Session, /) -> None:
-        """Append the turn (O(1)); the index is rebuilt at the next query."""
+        """Append the turn (O(1)); the next query adds it (and the others since) to the index."""
         number = self._session_numbers.get(session.session_id)
         if number is None:
             number = self._session_numbers[session.session_id] = len(self._session_dates)
@@ -108,7 +108,6 @@ class HiMGAMemory(RankedTurns):
         self._contents.append(message.content)
         self._sessions.append(number)
         self._lines.append(format_line(message, session))
-        self._index = None
 
     def retrieve(self, query: str, /) -> str:
         """The best ``k`` turns grouped by session under a ``[<date>]`` line; ``""`` if none."""
@@ -144,14 +143,22 @@ class HiMGAMemory(RankedTurns):
         return stems
 
     def index(self) -> Index:
-        """The compiled index over everything ingested (built now if stale)."""
-        if self._index is None:
-            module = self._index_module
-            turns = module.Turns(self._roles, self._contents, self._sessions, self._session_dates)
-            embeddings = embed_words = None
-            if self.embedder is not None:
-                embeddings = self._embeddings(self.embedder)
-                embed_words = functools.partial(self._embed_words, self.embedder)
+        """The index over everything ingested: built at the first call, then extended.
+
+        Turns ingested since the last call are added to the index built then
+        (:meth:`Index.extend`), which ranks as one built from scratch would.
+        """
+        if self._index is not None and self._index.size == len(self._contents):
+            return self._index
+        module = self._index_module
+        turns = module.Turns(self._roles, self._contents, self._sessions, self._session_dates)
+        embeddings = embed_words = None
+        if self.embedder is not None:
+            embeddings = self._embeddings(self.embedder)
+            embed_words = functools.partial(self._embed_words, self.embedder)
+        if self._index is not None:
+            self._index.extend(turns, embeddings)
+        else:
             self._index = module.Index(
                 turns,
                 self.analyse,
