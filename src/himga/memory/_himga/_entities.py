@@ -24,9 +24,10 @@ __all__ = ["Scanned", "aliases", "entity_mentions", "resolve", "scan"]
 
 # A word: a run of letters and digits. Only a word starting with a capital or a digit can
 # be an entity; a word starting with an ASCII lower-case letter -- most words of English
-# text -- is skipped by the pattern itself (the exact test is then made in Python).
-_CANDIDATE = re.compile(r"(?<![^\W_])[^\W_a-z][^\W_]*")
-_SENTENCE_END = frozenset('.!?\n:;"“”')
+# text -- is skipped by the pattern itself (the exact test is then made in Python). Group 1
+# is not empty when a sentence starts before the word: a sentence end ``.!?:;"“”`` or a line
+# break, then only spaces (a text is scanned after a line break: its start is one too).
+_CANDIDATE = re.compile(r'(?:([.!?\n:;"“”])[^\S\n]*)?(?<![^\W_])([^\W_a-z][^\W_]*)')
 _MIN_ALIAS = 3
 
 
@@ -47,21 +48,15 @@ class Scanned:
 
 def scan(text: str) -> Scanned:
     """The capitalised words and numbers of ``text`` (NFKC-normalised first)."""
-    text = unicodedata.normalize("NFKC", text)
+    text = "\n" + unicodedata.normalize("NFKC", text)
     capitalised: set[str] = set()
     mid_sentence: set[str] = set()
     numbers: set[str] = set()
-    for match in _CANDIDATE.finditer(text):
-        word = match[0]
+    for sentence_start, word in _CANDIDATE.findall(text):
         if word[0].isupper():
             key = word.casefold()
             capitalised.add(key)
-            if len(word) < 2 or key in ENGLISH_STOPWORDS or key in mid_sentence:
-                continue
-            at = match.start() - 1
-            while at >= 0 and text[at].isspace() and text[at] != "\n":
-                at -= 1
-            if at >= 0 and text[at] not in _SENTENCE_END:
+            if not sentence_start and len(word) >= 2 and key not in ENGLISH_STOPWORDS:
                 mid_sentence.add(key)
         elif len(word) >= 2 and word.isdigit():
             numbers.add("#:" + word.lstrip("0"))

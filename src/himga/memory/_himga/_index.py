@@ -18,6 +18,7 @@ from __future__ import annotations
 import functools
 import math
 from array import array
+from collections import Counter
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -188,17 +189,15 @@ class Index:
         vocabulary = self.vocabulary
         for turn in range(start, len(turns.contents)):
             role, content = turns.roles[turn], turns.contents[turn]
-            counts: dict[int, float] = {}
-            for term in self._analyse(f"{role}: {content}"):
-                term_id = vocabulary.get(term)
-                if term_id is None:
-                    term_id = vocabulary[term] = len(vocabulary)
+            counts = Counter(self._analyse(f"{role}: {content}"))  # first-seen order
+            for term in counts:
+                if term not in vocabulary:
+                    vocabulary[term] = len(vocabulary)
                     self._long_term.append(len(term) >= 4)
-                counts[term_id] = counts.get(term_id, 0.0) + 1.0
             self._term_turns.extend([turn] * len(counts))
-            self._term_ids.extend(counts)
-            self._term_counts.extend(counts.values())
-            self._lengths.append(sum(counts.values()))
+            self._term_ids.extend([vocabulary[term] for term in counts])
+            self._term_counts.extend(map(float, counts.values()))
+            self._lengths.append(float(counts.total()))
             self._session_of.append(turns.sessions[turn])
             speaker = self._speakers.get(role)
             if speaker is None:
@@ -264,7 +263,7 @@ class Index:
         order, indptr = _grouped(term_of, terms)
         self._postings = turn_of[order]
         self._posting_counts = counts[order]
-        self._indptr = indptr.tolist()
+        self._indptr = indptr
         frequency = np.diff(indptr)
         self._turn_idf = _idf(size, frequency)
         self._turn_norm = _norm(lengths, k1, b)
@@ -439,52 +438,55 @@ class Index:
         ids = np.fromiter(surface, np.int64, len(surface))
         return ids, self._embed_words(list(surface.values()))
 
-    def _postings_of(self, row: int, term: int) -> tuple[Int64s, Floats]:
-        """Level ``row``'s documents holding ``term`` (ascending) and their BM25 scores for it."""
-        start, end = self._indptr[term], self._indptr[term + 1]
-        turns, counts = self._postings[start:end], self._posting_counts[start:end]
-        if row == 0:
-            idf = self._turn_idf[term]
-            return turns, idf * counts / (counts + self._turn_norm[turns])
-        if row == len(LEVELS) - 1:
-            documents = len(self.session_dates)
-            per_document = _sum_at(self.sessions[turns], counts, documents)
-            norm = self._session_norm
-        else:
-            documents = self.size
-            radius = _RADII[row - 1]
-            spread_turns = [turns]
-            for offset in range(-radius, radius + 1):
-                if offset:
-                    spread_turns.append(self._neighbours[offset][turns])
-            reached = np.concatenate(spread_turns)
-            weights = np.tile(counts, len(spread_turns))
-            valid = reached >= 0
-            per_document = _sum_at(reached[valid], weights[valid], documents)
-            norm = self._window_norm[radius]
-        docs = per_document.nonzero()[0]
-        tf = per_document[docs]
-        idf = _idf(documents, len(docs))
-        return docs, idf * tf / (tf + norm[docs])
-
     def _bm25_sum(
         self, row: int, ids: Sequence[int], weights: Sequence[float] | None = None
     ) -> NDArray[np.float64]:
         """Per document of level ``row``, the sum of the BM25 scores of terms ``ids``.
 
         ``ids`` is not empty; with ``weights``, each term's score counts its weight times.
+        The sum runs over the terms in the order given, as a column sum of a level's
+        (documents x terms) matrix would.
         """
-        postings = [self._postings_of(row, term) for term in ids]
-        docs = np.concatenate([found for found, _ in postings])
-        if weights is None:
-            partial = np.concatenate([scores for _, scores in postings])
+        terms = np.asarray(ids, dtype=np.int64)
+        starts = self._indptr[terms]
+        found = self._indptr[terms + 1] - starts
+        entries = _ranges(starts, found)
+        turns, counts = self._postings[entries], self._posting_counts[entries]
+        slot = np.repeat(np.arange(len(terms)), found)  # the entry's place in ``ids``
+        if row == 0:
+            documents = self.size
+            docs, tf, idf = turns, counts, self._turn_idf[terms][slot]
+            norm = self._turn_norm
         else:
-            partial = np.concatenate(
-                [w * scores for w, (_, scores) in zip(weights, postings, strict=True)]
-            )
-        documents = len(self.session_dates) if row == len(LEVELS) - 1 else self.size
-        sums = _sum_at(docs, partial, documents)
-        return np.asarray(sums, dtype=np.float64)  # float already: the stubs cannot tell
+            if row == len(LEVELS) - 1:
+                documents, norm = len(self.session_dates), self._session_norm
+                keys, weights_of = slot * documents + self.sessions[turns], counts
+            else:
+                documents = self.size
+                radius = _RADII[row - 1]
+                norm = self._window_norm[radius]
+                reached = [turns] + [
+                    self._neighbours[offset][turns]
+                    for offset in range(-radius, radius + 1)
+                    if offset
+                ]
+                spread = np.concatenate(reached)
+                valid = spread >= 0
+                keys = (np.tile(slot, len(reached)) * documents + spread)[valid]
+                weights_of = np.tile(counts, len(reached))[valid]
+            # One sorted run per offset (per term, documents ascending): a stable sort
+            # merges them in linear time; the counts (whole numbers) sum exactly in any order.
+            order = keys.argsort(kind="stable")
+            keys = keys[order]
+            first = np.flatnonzero(np.diff(keys, prepend=-1))
+            tf = np.add.reduceat(weights_of[order], first) if len(first) else weights_of[:0]
+            slot, docs = np.divmod(keys[first], documents)
+            frequency = np.bincount(slot, minlength=len(terms))
+            idf = _idf(documents, frequency)[slot]
+        partial = idf * tf / (tf + norm[docs])
+        if weights is not None:
+            partial = np.asarray(weights)[slot] * partial
+        return _sum_at(docs, partial, documents)
 
     def levels(self, query_terms: Sequence[str]) -> NDArray[np.float64]:
         """(levels x turns) BM25 scores of the query, each row divided by its maximum.
