@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
@@ -24,10 +25,11 @@ __all__ = ["Scanned", "aliases", "entity_mentions", "resolve", "scan"]
 
 # A word: a run of letters and digits. Only a word starting with a capital or a digit can
 # be an entity; a word starting with an ASCII lower-case letter -- most words of English
-# text -- is skipped by the pattern itself (the exact test is then made in Python). Group 1
-# is not empty when a sentence starts before the word: a sentence end ``.!?:;"“”`` or a line
-# break, then only spaces (a text is scanned after a line break: its start is one too).
-_CANDIDATE = re.compile(r'(?:([.!?\n:;"“”])[^\S\n]*)?(?<![^\W_])([^\W_a-z][^\W_]*)')
+# text -- is skipped by the pattern itself (the exact tests are then made in Python).
+_CANDIDATE = re.compile(r"(?<![^\W_])[^\W_a-z][^\W_]*")
+# Such a word where a sentence starts: at the text's start, or after a sentence end
+# (``.!?:;"“”`` or a line break) and spaces. Every other occurrence is mid-sentence.
+_SENTENCE_START = re.compile(r'(?:\A|[.!?\n:;"“”])[^\S\n]*([^\W_a-z][^\W_]*)')
 _MIN_ALIAS = 3
 
 
@@ -48,18 +50,17 @@ class Scanned:
 
 def scan(text: str) -> Scanned:
     """The capitalised words and numbers of ``text`` (NFKC-normalised first)."""
-    text = "\n" + unicodedata.normalize("NFKC", text)
-    capitalised: set[str] = set()
-    mid_sentence: set[str] = set()
-    numbers: set[str] = set()
-    for sentence_start, word in _CANDIDATE.findall(text):
-        if word[0].isupper():
-            key = word.casefold()
-            capitalised.add(key)
-            if not sentence_start and len(word) >= 2 and key not in ENGLISH_STOPWORDS:
-                mid_sentence.add(key)
-        elif len(word) >= 2 and word.isdigit():
-            numbers.add("#:" + word.lstrip("0"))
+    text = unicodedata.normalize("NFKC", text)
+    found = _CANDIDATE.findall(text)
+    capitalised = {word.casefold() for word in found if word[0].isupper()}
+    numbers = {"#:" + word.lstrip("0") for word in found if len(word) >= 2 and word.isdigit()}
+    mid = Counter(word for word in found if len(word) >= 2 and word[0].isupper())
+    mid.subtract(_SENTENCE_START.findall(text))
+    mid_sentence = {
+        key
+        for word, count in mid.items()
+        if count > 0 and (key := word.casefold()) not in ENGLISH_STOPWORDS
+    }
     return Scanned(frozenset(capitalised), frozenset(mid_sentence), frozenset(numbers))
 
 
