@@ -2,7 +2,7 @@
 
 Run by hand (a few minutes on 2 cores)::
 
-    uv run python -m bench.bench_scale [--rounds 3] [--samples 10] [--memory bm25]
+    uv run python -m bench.bench_ray [--rounds 3] [--samples 10] [--memory bm25]
 
 Everything is measured in one process, interleaved per round, on the same
 LoCoMo samples (``$HIMGA_DATA_DIR``, default ``../shared/datasets``), offline

@@ -101,11 +101,15 @@ def _sum_at(keys: Int64s, weights: Floats, size: int) -> Floats:
 
 
 def _grouped(keys: Int64s, order_size: int) -> tuple[Int64s, Int64s]:
-    """``(order, indptr)``: ``keys`` sorted stably, and where each key's run starts."""
-    order = np.argsort(keys, kind="stable")
-    indptr = np.zeros(order_size + 1, np.int64)
-    np.cumsum(np.bincount(keys, minlength=order_size), out=indptr[1:])
-    return order, indptr
+    """``(order, indptr)``: ``keys`` sorted stably, and where each key's run starts.
+
+    A counting sort (scipy's COO -> CSR conversion, linear), not a comparison sort.
+    """
+    positions = np.arange(len(keys), dtype=np.int64)
+    grouped = sp.csr_array(
+        (np.ones(len(keys)), (keys, positions)), shape=(order_size, max(len(keys), 1))
+    )
+    return grouped.indices.astype(np.int64), grouped.indptr.astype(np.int64)
 
 
 class Index:
@@ -238,9 +242,12 @@ class Index:
             }
             self._alias = alias
         ids = self._entity_ids
-        redo = [
-            turn for turn in range(start) if not changed.isdisjoint(self._scanned[turn].capitalised)
-        ]
+        redo = []
+        if changed:  # else nothing earlier changes: no pass over the earlier turns
+            scanned = self._scanned
+            redo = [
+                turn for turn in range(start) if not changed.isdisjoint(scanned[turn].capitalised)
+            ]
         for turn in chain(redo, range(start, self.size)):
             keys = sorted(resolve(self._scanned[turn], self._proper, self._alias))
             mentioned = [ids.setdefault(key, len(ids)) for key in keys]
@@ -336,23 +343,31 @@ class Index:
         idf[useful] = np.log(size / linked[useful])
         weight = np.sqrt(idf)
         self._entity_weight = weight * weight  # what sharing the entity adds to an edge
+        order, self._entity_turn_indptr = _grouped(pair_entity, entities)
+        self._entity_turns = pair_turn[order]
         # A turn's degree: over its entities, the weight times the turns of *other*
         # sessions mentioning it (the edges join turns of different sessions only).
-        _, where, same_session = np.unique(
-            self.sessions[pair_turn] * entities + pair_entity,
-            return_inverse=True,
-            return_counts=True,
-        )
+        by_entity = pair_entity[order]
+        sessions = self.sessions[self._entity_turns]
+        if (np.diff(self.sessions) >= 0).all():
+            # Sessions in turn order (each ingested in one piece, the usual case): an
+            # entity's turns, ascending, run through its sessions in order.
+            first = np.flatnonzero(np.diff(by_entity, prepend=-1) | np.diff(sessions, prepend=-1))
+            run = np.diff(first, append=len(by_entity))
+            same_session = np.repeat(run, run)
+        else:
+            _, where, counts = np.unique(
+                sessions * entities + by_entity, return_inverse=True, return_counts=True
+            )
+            same_session = counts[where]
         degree = _sum_at(
-            pair_turn,
-            self._entity_weight[pair_entity] * (linked[pair_entity] - same_session[where]),
+            self._entity_turns,
+            self._entity_weight[by_entity] * (linked[by_entity] - same_session),
             size,
         )
         self._entity_scale = np.divide(1.0, np.sqrt(degree), out=np.zeros(size), where=degree > 0)
         order, self._turn_entity_indptr = _grouped(pair_turn, size)
         self._turn_entities = pair_entity[order]
-        order, self._entity_turn_indptr = _grouped(pair_entity, entities)
-        self._entity_turns = pair_turn[order]
 
     def _compile_semantic(self, embeddings: NDArray[np.float32] | None, start: int) -> None:
         """Each turn's nearest neighbours by cosine: the new turns' found, the others' updated."""
@@ -742,8 +757,8 @@ def seeds(base: NDArray[np.float64], count: int) -> NDArray[np.float64]:
 def final_scores(
     index: Index,
     levels: NDArray[np.float64],
-    cue: NDArray[np.float64],
-    named: NDArray[np.float64],
+    cue: NDArray[np.float64] | None,
+    named: NDArray[np.float64] | None,
     weights: HiMGAWeights,
     dense: NDArray[np.float64] | None = None,
     expanded: NDArray[np.float64] | None = None,
@@ -752,7 +767,8 @@ def final_scores(
     """(queries x turns) HiMGA scores.
 
     ``cue`` (queries x turns) is 0 where no date cue, ``named`` 1 where the query
-    names the turn's speaker (:meth:`Index.named_speakers`), else 0. What a turn
+    names the turn's speaker (:meth:`Index.named_speakers`), else 0; ``None``
+    stands for all 0 (and skips the product by 1). What a turn
     receives along the edges counts ``terseness ** verbosity`` times, as its context.
     ``addressed`` (queries x turns, :meth:`Index.addressed`) is 1 where the query
     asks what "you" said and the turn is the assistant's: such a turn counts as
@@ -763,7 +779,7 @@ def final_scores(
     reach = index.terseness**weights.verbosity
     if addressed is not None:
         reach = np.where(addressed > 0, 1.0, reach)
-        named = np.maximum(named, addressed)
+        named = addressed if named is None else np.maximum(named, addressed)
     base = base_scores(levels, weights, reach, dense, expanded)
     edge_weights = np.array([getattr(weights, name) for name in EDGE_TYPES])
     active = edge_weights > 0  # an edge type weighted 0 adds exactly 0: not spread at all
@@ -771,5 +787,9 @@ def final_scores(
         seeds(base, weights.seeds), [n for n, on in zip(EDGE_TYPES, active, strict=True) if on]
     )
     received = np.tensordot(edge_weights[active], spread, axes=1) * reach
-    final: NDArray[np.float64] = (base + received) * (1.0 + weights.date * cue)
-    return final * (1.0 + weights.speaker * named)
+    final: NDArray[np.float64] = base + received
+    if cue is not None:
+        final = final * (1.0 + weights.date * cue)
+    if named is not None:
+        final = final * (1.0 + weights.speaker * named)
+    return final

@@ -202,15 +202,13 @@ class HiMGAMemory(RankedTurns):
             dense = (self._embeddings(self.embedder) @ vector)[None, :]
             expanded = index.expansion(vector, terms)[None, :]
         cue = index.date_cue(query)
-        cue = np.zeros((1, index.size)) if cue is None else cue[None, :]
         named = index.named_speakers(query)
-        named = np.zeros((1, index.size)) if named is None else named[None, :]
         addressed = index.addressed(query)
         scores = self._index_module.final_scores(
             index,
             levels,
-            cue,
-            named,
+            None if cue is None else cue[None, :],
+            None if named is None else named[None, :],
             self.weights,
             dense,
             expanded,
