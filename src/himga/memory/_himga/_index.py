@@ -360,14 +360,17 @@ class Index:
                 sessions * entities + by_entity, return_inverse=True, return_counts=True
             )
             same_session = counts[where]
-        degree = _sum_at(
-            self._entity_turns,
-            self._entity_weight[by_entity] * (linked[by_entity] - same_session),
-            size,
-        )
-        self._entity_scale = np.divide(1.0, np.sqrt(degree), out=np.zeros(size), where=degree > 0)
+        others = np.empty(len(order))
+        others[order] = linked[by_entity] - same_session  # back in pair order
         order, self._turn_entity_indptr = _grouped(pair_turn, size)
         self._turn_entities = pair_entity[order]
+        # Summed turn by turn, each turn's entities in the order its text gives them (not
+        # by entity number, which depends on when an entity was first seen): an index
+        # grown turn by turn holds the very same degrees as one built at once.
+        degree = _sum_at(
+            pair_turn[order], self._entity_weight[self._turn_entities] * others[order], size
+        )
+        self._entity_scale = np.divide(1.0, np.sqrt(degree), out=np.zeros(size), where=degree > 0)
 
     def _compile_semantic(self, embeddings: NDArray[np.float32] | None, start: int) -> None:
         """Each turn's nearest neighbours by cosine: the new turns' found, the others' updated."""
