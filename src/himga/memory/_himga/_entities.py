@@ -54,12 +54,14 @@ def scan(text: str) -> Scanned:
     found = _CANDIDATE.findall(text)
     capitalised = {word.casefold() for word in found if word[0].isupper()}
     numbers = {"#:" + word.lstrip("0") for word in found if len(word) >= 2 and word.isdigit()}
-    mid = Counter(word for word in found if len(word) >= 2 and word[0].isupper())
-    mid.subtract(_SENTENCE_START.findall(text))
+    # Counted in C (Counter over a list); a word is mid-sentence somewhere when it occurs
+    # more often than at sentence starts.
+    occurs = Counter(word for word in found if len(word) >= 2 and word[0].isupper())
+    at_start = Counter(_SENTENCE_START.findall(text))
     mid_sentence = {
         key
-        for word, count in mid.items()
-        if count > 0 and (key := word.casefold()) not in ENGLISH_STOPWORDS
+        for word, count in occurs.items()
+        if count > at_start[word] and (key := word.casefold()) not in ENGLISH_STOPWORDS
     }
     return Scanned(frozenset(capitalised), frozenset(mid_sentence), frozenset(numbers))
 

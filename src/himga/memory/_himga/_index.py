@@ -18,7 +18,7 @@ from __future__ import annotations
 import functools
 import math
 from array import array
-from collections import Counter
+from collections import Counter, OrderedDict
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -261,6 +261,11 @@ class Index:
         size, k1, b = self.size, self._k1, self._b
         terms = len(self.vocabulary)
         self.sessions: Int64s = np.array(self._session_of, dtype=np.int64)
+        # Each session ingested in one piece, the usual case: sessions ascend with turns.
+        self._ordered = bool((np.diff(self.sessions) >= 0).all())
+        self._contexts: OrderedDict[tuple[int, int], tuple[Int64s, Floats]] = OrderedDict()
+        self._context_entries = 0
+        self._reach: dict[float, Floats] = {}
         session_count = len(self.session_dates)
         lengths = np.array(self._lengths, dtype=np.float64)
         # The turn level: a (turns x terms) CSC matrix of term counts.
@@ -349,7 +354,7 @@ class Index:
         # sessions mentioning it (the edges join turns of different sessions only).
         by_entity = pair_entity[order]
         sessions = self.sessions[self._entity_turns]
-        if (np.diff(self.sessions) >= 0).all():
+        if self._ordered:
             # Sessions in turn order (each ingested in one piece, the usual case): an
             # entity's turns, ascending, run through its sessions in order.
             first = np.flatnonzero(np.diff(by_entity, prepend=-1) | np.diff(sessions, prepend=-1))
@@ -456,6 +461,51 @@ class Index:
         ids = np.fromiter(surface, np.int64, len(surface))
         return ids, self._embed_words(list(surface.values()))
 
+    def _context(self, row: int, term: int) -> tuple[Int64s, Floats]:
+        """Level ``row``'s (a window or the session) documents holding ``term``, ascending,
+        and their BM25 scores for it: aggregated from the term's turns, kept until the
+        index grows (at most about as many entries as the turn level holds)."""
+        cached = self._contexts.get((row, term))
+        if cached is not None:
+            self._contexts.move_to_end((row, term))
+            return cached
+        start, end = self._indptr[term], self._indptr[term + 1]
+        turns, counts = self._postings[start:end], self._posting_counts[start:end]
+        if row == len(LEVELS) - 1:
+            documents, norm = len(self.session_dates), self._session_norm
+            reached, weights = self.sessions[turns], counts
+            ordered = self._ordered  # the sessions of ascending turns ascend too
+        else:
+            documents = self.size
+            radius = _RADII[row - 1]
+            norm = self._window_norm[radius]
+            offsets = [offset for offset in range(-radius, radius + 1) if offset]
+            reached = np.concatenate([turns, *(self._neighbours[o][turns] for o in offsets)])
+            valid = reached >= 0
+            reached, weights = reached[valid], np.tile(counts, len(offsets) + 1)[valid]
+            ordered = False
+        # The counts are whole numbers: they sum exactly in any order.
+        if not ordered and len(reached) * 10 >= documents:
+            per_document = _sum_at(reached, weights, documents)  # dense: cheaper than a sort
+            docs = per_document.nonzero()[0]
+            tf = per_document[docs]
+        else:
+            if not ordered:
+                # One sorted run per offset: a stable sort merges them in linear time.
+                order = reached.argsort(kind="stable")
+                reached, weights = reached[order], weights[order]
+            first = np.flatnonzero(np.diff(reached, prepend=-1))
+            docs = reached[first]
+            tf = np.add.reduceat(weights, first) if len(first) else weights[:0]
+        idf = _idf(documents, len(docs))
+        scored = (docs, idf * tf / (tf + norm[docs]))
+        self._contexts[(row, term)] = scored
+        self._context_entries += len(docs)
+        while self._context_entries > len(self._postings) and len(self._contexts) > 1:
+            _, (dropped, _) = self._contexts.popitem(last=False)
+            self._context_entries -= len(dropped)
+        return scored
+
     def _bm25_sum(
         self, row: int, ids: Sequence[int], weights: Sequence[float] | None = None
     ) -> NDArray[np.float64]:
@@ -465,45 +515,26 @@ class Index:
         The sum runs over the terms in the order given, as a column sum of a level's
         (documents x terms) matrix would.
         """
-        terms = np.asarray(ids, dtype=np.int64)
-        starts = self._indptr[terms]
-        found = self._indptr[terms + 1] - starts
-        entries = _ranges(starts, found)
-        turns, counts = self._postings[entries], self._posting_counts[entries]
-        slot = np.repeat(np.arange(len(terms)), found)  # the entry's place in ``ids``
         if row == 0:
-            documents = self.size
-            docs, tf, idf = turns, counts, self._turn_idf[terms][slot]
-            norm = self._turn_norm
+            terms = np.asarray(ids, dtype=np.int64)
+            starts = self._indptr[terms]
+            found = self._indptr[terms + 1] - starts
+            entries = _ranges(starts, found)
+            docs, tf = self._postings[entries], self._posting_counts[entries]
+            slot = np.repeat(np.arange(len(terms)), found)  # the entry's place in ``ids``
+            partial = self._turn_idf[terms][slot] * tf / (tf + self._turn_norm[docs])
+            if weights is not None:
+                partial = np.asarray(weights)[slot] * partial
+            return _sum_at(docs, partial, self.size)
+        scored = [self._context(row, term) for term in ids]
+        docs = np.concatenate([found for found, _ in scored])
+        if weights is None:
+            partial = np.concatenate([scores for _, scores in scored])
         else:
-            if row == len(LEVELS) - 1:
-                documents, norm = len(self.session_dates), self._session_norm
-                keys, weights_of = slot * documents + self.sessions[turns], counts
-            else:
-                documents = self.size
-                radius = _RADII[row - 1]
-                norm = self._window_norm[radius]
-                reached = [turns] + [
-                    self._neighbours[offset][turns]
-                    for offset in range(-radius, radius + 1)
-                    if offset
-                ]
-                spread = np.concatenate(reached)
-                valid = spread >= 0
-                keys = (np.tile(slot, len(reached)) * documents + spread)[valid]
-                weights_of = np.tile(counts, len(reached))[valid]
-            # One sorted run per offset (per term, documents ascending): a stable sort
-            # merges them in linear time; the counts (whole numbers) sum exactly in any order.
-            order = keys.argsort(kind="stable")
-            keys = keys[order]
-            first = np.flatnonzero(np.diff(keys, prepend=-1))
-            tf = np.add.reduceat(weights_of[order], first) if len(first) else weights_of[:0]
-            slot, docs = np.divmod(keys[first], documents)
-            frequency = np.bincount(slot, minlength=len(terms))
-            idf = _idf(documents, frequency)[slot]
-        partial = idf * tf / (tf + norm[docs])
-        if weights is not None:
-            partial = np.asarray(weights)[slot] * partial
+            partial = np.concatenate(
+                [w * scores for w, (_, scores) in zip(weights, scored, strict=True)]
+            )
+        documents = len(self.session_dates) if row == len(LEVELS) - 1 else self.size
         return _sum_at(docs, partial, documents)
 
     def levels(self, query_terms: Sequence[str]) -> NDArray[np.float64]:
@@ -608,15 +639,28 @@ class Index:
     ) -> NDArray[np.float64]:
         """(edge types x ...) the activation each edge type spreads from ``seeds`` (... x turns).
 
-        Only the edge types in ``types`` (rows in :data:`EDGE_TYPES` order). Each
-        costs what the seeds' neighbourhoods hold: activation spreads from the
-        nonzero seeds only.
+        Only the edge types in ``types`` (rows in :data:`EDGE_TYPES` order); see :meth:`spread`.
         """
-        shape = seeds.shape
         flat = seeds.reshape(-1, self.size)
-        queries, size = len(flat), self.size
         query, turn = flat.nonzero()
-        value = flat[query, turn]
+        spread = self.spread(query, turn, flat[query, turn], len(flat), types)
+        return spread.reshape(len(spread), *seeds.shape)
+
+    def spread(
+        self,
+        query: Int64s,
+        turn: Int64s,
+        value: Floats,
+        queries: int,
+        types: Collection[str] = EDGE_TYPES,
+    ) -> NDArray[np.float64]:
+        """(edge types x queries x turns) what each edge type spreads from the seeds.
+
+        Seed ``i`` is turn ``turn[i]`` of query ``query[i]`` with activation
+        ``value[i]``; only the edge types in ``types``, in :data:`EDGE_TYPES` order.
+        Each costs what the seeds' neighbourhoods hold, not what the graphs hold.
+        """
+        size = self.size
         spread = []
         for name in EDGE_TYPES:
             if name not in types:
@@ -628,10 +672,17 @@ class Index:
                     value,
                     queries * sessions,
                 ).reshape(queries, sessions)
-                spread.append((sums[:, self.sessions] - flat) * self._per_neighbour)
+                in_session = sums[:, self.sessions]
+                in_session[query, turn] -= value  # a turn sends nothing to itself
+                spread.append(in_session * self._per_neighbour)
                 continue
             if name == "semantic":
-                spread.append((self._semantic_spread @ flat.T).T)
+                if self._semantic_knn is None:
+                    spread.append(np.zeros((queries, size)))
+                else:
+                    flat = np.zeros((queries, size))
+                    flat[query, turn] = value
+                    spread.append((self._semantic_spread @ flat.T).T)
                 continue
             if name == "qa":
                 asked = self._answered[turn]
@@ -658,8 +709,8 @@ class Index:
                 received *= self._entity_scale
             spread.append(received)
         if not spread:
-            return np.zeros((0, *shape))
-        return np.stack(spread).reshape(len(spread), *shape)
+            return np.zeros((0, queries, size))
+        return np.stack(spread)
 
     def _entity_receivers(
         self, query: Int64s, turn: Int64s, value: Floats
@@ -681,6 +732,14 @@ class Index:
             reached[across],
             np.repeat(sent, counts)[across],
         )
+
+    def reach(self, verbosity: float) -> NDArray[np.float64]:
+        """``terseness ** verbosity``, per turn (computed once per value until the index grows)."""
+        reach = self._reach.get(verbosity)
+        if reach is None:
+            reach = self._reach[verbosity] = self.terseness**verbosity
+            reach.flags.writeable = False  # shared by every query
+        return reach
 
     def named_speakers(self, query: str) -> NDArray[np.float64] | None:
         """Per turn, 1 if its speaker is named in the query, else 0; None: none or all named.
@@ -749,12 +808,30 @@ def base_scores(
 
 def seeds(base: NDArray[np.float64], count: int) -> NDArray[np.float64]:
     """``base`` with all but each row's ``count`` best scores set to 0."""
-    if base.shape[1] <= count:
-        return base
-    kept = np.argpartition(-base, count - 1, axis=1)[:, :count]
+    query, turn, value = _seed_entries(base, count)
     seeded = np.zeros_like(base)
-    np.put_along_axis(seeded, kept, np.take_along_axis(base, kept, axis=1), axis=1)
+    seeded[query, turn] = value
     return seeded
+
+
+def _seed_entries(base: NDArray[np.float64], count: int) -> tuple[Int64s, Int64s, Floats]:
+    """``(query, turn, score)`` of each row's ``count`` best positive scores (all, if fewer)."""
+    rows: list[tuple[Int64s, Int64s]] = []
+    for query, row in enumerate(base):
+        positive = row.nonzero()[0]  # scores are >= 0: a 0 spreads nothing
+        if len(positive) > count:
+            scores = row[positive]
+            best = np.argpartition(-scores, count - 1)[:count]
+            if np.count_nonzero(scores >= scores[best].min()) > count:
+                # A tie at the cut: keep the ones a partition of the whole row keeps, as
+                # the rankings measured and published were made that way.
+                positive = np.argpartition(-row, count - 1)[:count]
+            else:
+                positive = positive[best]
+        rows.append((np.full(len(positive), query), positive))
+    query_of = np.concatenate([q for q, _ in rows]) if rows else np.zeros(0, np.int64)
+    turn_of = np.concatenate([t for _, t in rows]) if rows else np.zeros(0, np.int64)
+    return query_of, turn_of, base[query_of, turn_of]
 
 
 def final_scores(
@@ -779,15 +856,17 @@ def final_scores(
     damping bets that the verbose side's replies echo a question rather than
     answer it, and this query says the answer is the verbose side's.
     """
-    reach = index.terseness**weights.verbosity
+    reach = index.reach(weights.verbosity)
     if addressed is not None:
         reach = np.where(addressed > 0, 1.0, reach)
         named = addressed if named is None else np.maximum(named, addressed)
     base = base_scores(levels, weights, reach, dense, expanded)
     edge_weights = np.array([getattr(weights, name) for name in EDGE_TYPES])
     active = edge_weights > 0  # an edge type weighted 0 adds exactly 0: not spread at all
-    spread = index.propagate(
-        seeds(base, weights.seeds), [n for n, on in zip(EDGE_TYPES, active, strict=True) if on]
+    spread = index.spread(
+        *_seed_entries(base, weights.seeds),
+        len(base),
+        [n for n, on in zip(EDGE_TYPES, active, strict=True) if on],
     )
     received = np.tensordot(edge_weights[active], spread, axes=1) * reach
     final: NDArray[np.float64] = base + received
