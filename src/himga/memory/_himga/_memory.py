@@ -40,7 +40,9 @@ class HiMGAMemory(RankedTurns):
     ``search`` ranks turns (positive score only, best first, ties earlier turn
     first); ``retrieve`` returns the best ``k`` grouped by session, sessions and
     turns in conversation order, each group headed by its session's date.
-    Indexing is lazy: ``ingest`` appends, the next query builds the index once.
+    Indexing is lazy and incremental: ``ingest`` appends; the first query builds
+    the index, a later one adds the turns ingested since (ranking exactly as a
+    fresh build would).
 
     With an ``embedder`` (an :class:`~himga.embed.Embedder` or a spec for
     :func:`~himga.embed.get_embedder`), the turns are embedded too (each once, in
