@@ -1,111 +1,278 @@
-"""What scaling out costs: Ray startup and per-sample overhead against the local run.
+"""How the retrieval memories scale with the history: 1k to 1M turns, as ratios to BM25.
 
-Run by hand (a few minutes on 2 cores)::
+Corpus: the sessions of LoCoMo-10 and of the LongMemEval oracle (each session
+once: 1,212 sessions, 16,748 turns of real text), cycled -- every cycle a fresh
+copy with its own session and turn ids -- until the history holds N turns;
+queries: ``--queries`` questions of the two datasets (seeded sample). Per
+memory and size, in a fresh process (so that peak RSS is that memory's):
 
-    uv run python -m bench.bench_scale [--rounds 3] [--samples 10] [--memory bm25]
+* **ingest**: the N ``ingest`` calls;
+* **build**: the first ``search(q, 10)`` (it builds the index), wall and CPU;
+* **search**: every query once (``search(q, 10)``), p50 / p99 wall and CPU;
+* **append**: 1,000 more turns ingested, then the first search (it adds them
+  to the index: an extension or a rebuild);
+* **peak RSS** (``ru_maxrss``) at the end, and the RSS the corpus alone holds
+  before any memory is built (``base``), so that a memory's own share shows.
 
-Everything is measured in one process, interleaved per round, on the same
-LoCoMo samples (``$HIMGA_DATA_DIR``, default ``../shared/datasets``), offline
-(no LLM), with one loopback ``ray.cluster_utils.Cluster`` of two CPUs:
+Every figure is also given as a ratio to ``bm25``'s at the same size, measured
+in the same run. ``dense`` and ``hybrid`` run with the ``hash`` embedder
+(feature hashing, 256 dimensions): what is measured is the memory's index and
+search, not a neural model's embedding time, which no index changes.
 
-1. **local**: ``run_eval(samples, agent=spec)`` -- the baseline;
-2. **cluster startup**: starting the cluster and ``ray.init`` (once; Ray's fixed
-   cost before any work);
-3. **actor startup**: a ``RayExecutor`` run over no samples (actors started,
-   each building the agent and reporting its identity, then stopped);
-4. **ray N=1 / N=2**: the same run through ``RayExecutor(num_workers=N)``.
+Run (2 cores, a few minutes to 100,000 turns; ``--largest`` adds 1,000,000 turns for
+``--largest-memories``, by default bm25, himga and keyword)::
 
-Per-sample overhead of the executor = (ray N=1 - actor startup N=1 - local) /
-samples: the cost of shipping a sample and its results through Ray, on top of
-evaluating it. Prints each round and the medians.
+    nice -n 10 uv run python -m bench.bench_scale --data-dir ../shared/datasets [--largest]
+
+Writes ``docs/bench_scale/scale.json`` (manifest: commit, versions, machine,
+every figure) and ``docs/bench_scale/scale.png`` (log-log: cost against turns).
+Not a test: timings vary with the machine and its load; compare ratios.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
+import platform
+import random
+import resource
 import statistics
+import subprocess
+import sys
 import time
+from collections.abc import Iterator, Sequence
+from importlib.metadata import version
 from pathlib import Path
+from typing import Any
 
-os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")  # loopback addresses only
-os.environ.setdefault("RAY_ENABLE_UV_RUN_RUNTIME_ENV", "0")  # do not ship the checkout
-
-from himga.data import load_dataset
-from himga.eval import AgentSpec, RayExecutor, run_eval
+from himga.data import Message, Session, load_dataset
 
 ROOT = Path(__file__).resolve().parent.parent
+OUT = ROOT / "docs" / "bench_scale"
+TOP_K = 10
+APPEND = 1_000
+SIZES = (1_000, 10_000, 100_000)
+LARGEST = 1_000_000
+MEMORIES = ("bm25", "himga", "keyword", "dense", "hybrid")
+# At LARGEST, only these by default: the hash embedder alone takes most of an hour there.
+LARGEST_MEMORIES = ("bm25", "himga", "keyword")
+# dense and hybrid embed with feature hashing: their index and search are measured, not a model.
+ARGUMENTS: dict[str, dict[str, Any]] = {
+    "dense": {"embedder": "hash"},
+    "hybrid": {"embedder": "hash"},
+}
 
 
-def _timed(function: object, *args: object, **kwargs: object) -> float:
-    started = time.perf_counter()
-    function(*args, **kwargs)  # type: ignore[operator]
-    return time.perf_counter() - started
+def pool() -> tuple[list[Session], list[str]]:
+    """Every session of LoCoMo-10 and the LongMemEval oracle once, and their questions."""
+    samples = [*load_dataset("locomo"), *load_dataset("longmemeval_oracle")]
+    sessions: list[Session] = []
+    seen: set[tuple[str, str]] = set()
+    for sample in samples:
+        # LoCoMo numbers its sessions per conversation; LongMemEval repeats a session
+        # in every question whose haystack holds it.
+        owner = sample.sample_id if sample.dataset == "locomo" else ""
+        for session in sample.sessions:
+            if (owner, session.session_id) not in seen:
+                seen.add((owner, session.session_id))
+                sessions.append(session)
+    questions = [qa.question for sample in samples for qa in sample.qa_pairs]
+    return sessions, questions
+
+
+def history(sessions: Sequence[Session]) -> Iterator[tuple[Message, Session]]:
+    """The sessions cycled without end, each cycle with fresh session and turn ids."""
+    cycle = 0
+    while True:
+        for session in sessions:
+            copy = Session(
+                f"{cycle}:{session.session_id}",
+                [
+                    Message(message.role, message.content, f"{cycle}:{message.turn_id}")
+                    for message in session.messages
+                ],
+                session.date_str,
+                session.date,
+            )
+            for message in copy.messages:
+                yield message, copy
+        cycle += 1
+
+
+def rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
+
+
+def clock() -> tuple[float, float]:
+    return time.perf_counter(), time.process_time()
+
+
+def since(started: tuple[float, float]) -> tuple[float, float]:
+    wall, cpu = clock()
+    return wall - started[0], cpu - started[1]
+
+
+def percentile(values: Sequence[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+
+
+def measure(memory_name: str, size: int, queries: int, seed: int) -> dict[str, Any]:
+    """One memory at one size, in this process (the worker)."""
+    from himga.memory import load_memory
+
+    sessions, questions = pool()
+    asked = random.Random(seed).sample(questions, queries)
+    turns = history(sessions)
+    corpus = [next(turns) for _ in range(size)]
+    extra = [next(turns) for _ in range(APPEND)]
+    base = rss_mb()
+    memory: Any = load_memory(memory_name)(**ARGUMENTS.get(memory_name, {}))  # searchable
+    started = clock()
+    for message, session in corpus:
+        memory.ingest(message, session)
+    ingest, _ = since(started)
+    started = clock()
+    memory.search(asked[0], TOP_K)
+    build_wall, build_cpu = since(started)
+    wall, cpu = [], []
+    for query in asked:
+        started = clock()
+        memory.search(query, TOP_K)
+        w, c = since(started)
+        wall.append(w)
+        cpu.append(c)
+    for message, session in extra:
+        memory.ingest(message, session)
+    started = clock()
+    memory.search(asked[0], TOP_K)
+    append_wall, append_cpu = since(started)
+    return {
+        "memory": memory_name,
+        "turns": size,
+        "repr": repr(memory),
+        "ingest_s": ingest,
+        "build_s": build_wall,
+        "build_cpu_s": build_cpu,
+        "search_p50_ms": 1e3 * statistics.median(wall),
+        "search_p99_ms": 1e3 * percentile(wall, 0.99),
+        "search_cpu_p50_ms": 1e3 * statistics.median(cpu),
+        "search_cpu_p99_ms": 1e3 * percentile(cpu, 0.99),
+        "append_s": append_wall,
+        "append_cpu_s": append_cpu,
+        "rss_base_mb": base,
+        "rss_peak_mb": rss_mb(),
+    }
+
+
+RATIOS = ("build_s", "build_cpu_s", "search_p50_ms", "search_cpu_p50_ms", "rss_peak_mb")
+
+
+def with_ratios(rows: list[dict[str, Any]]) -> None:
+    """Each row's ratios to bm25's row at the same size (when bm25 was measured there)."""
+    reference = {row["turns"]: row for row in rows if row["memory"] == "bm25"}
+    for row in rows:
+        bm25 = reference.get(row["turns"])
+        if bm25 is not None:
+            row["vs_bm25"] = {key: row[key] / bm25[key] for key in RATIOS if bm25[key] > 0}
+        if row["build_s"] > 0:
+            row["append_share_of_build"] = row["append_s"] / row["build_s"]
+
+
+def plot(rows: list[dict[str, Any]], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    panels = (
+        ("build_cpu_s", "index build (CPU s)"),
+        ("search_cpu_p50_ms", "search p50 (CPU ms)"),
+        ("rss_peak_mb", "peak RSS (MB)"),
+    )
+    figure, axes = plt.subplots(1, len(panels), figsize=(13, 4))
+    for axis, (key, title) in zip(axes, panels, strict=True):
+        for name in dict.fromkeys(row["memory"] for row in rows):
+            mine = sorted((row["turns"], row[key]) for row in rows if row["memory"] == name)
+            axis.loglog([t for t, _ in mine], [v for _, v in mine], marker="o", label=name)
+        axis.set_title(title)
+        axis.set_xlabel("turns")
+        axis.grid(True, which="both", alpha=0.3)
+    axes[0].legend()
+    figure.tight_layout()
+    figure.savefig(path, dpi=120)
+
+
+def git_commit() -> str:
+    completed = subprocess.run(
+        ["git", "rev-parse", "HEAD"], capture_output=True, text=True, check=False, cwd=ROOT
+    )
+    return completed.stdout.strip() or "unknown"
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--samples", type=int, default=10)
-    parser.add_argument("--memory", default="bm25")
+    parser.add_argument("--data-dir", type=Path, default=None, help="sets HIMGA_DATA_DIR")
+    parser.add_argument("--sizes", type=int, nargs="+", default=list(SIZES))
+    parser.add_argument("--largest", action="store_true", help=f"add {LARGEST:,} turns")
+    parser.add_argument("--memories", nargs="+", default=list(MEMORIES))
+    parser.add_argument("--largest-memories", nargs="+", default=list(LARGEST_MEMORIES))
+    parser.add_argument("--queries", type=int, default=200)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--out", type=Path, default=OUT)
+    parser.add_argument("--worker", nargs=2, metavar=("MEMORY", "TURNS"), help=argparse.SUPPRESS)
     args = parser.parse_args()
-    data = Path(os.environ.get("HIMGA_DATA_DIR", ROOT.parent / "shared" / "datasets"))
-    samples = load_dataset("locomo", path=data / "locomo" / "locomo10.json", limit=args.samples)
-    spec = AgentSpec(memory=args.memory)
-    questions = sum(len(s.qa_pairs) for s in samples)
-    print(f"{len(samples)} LoCoMo samples, {questions} questions, memory {args.memory}, offline")
-
-    started = time.perf_counter()
-    import ray
-    from ray.cluster_utils import Cluster
-
-    cluster = Cluster(
-        initialize_head=True, head_node_args={"num_cpus": 2, "include_dashboard": False}
-    )
-    ray.init(address=cluster.address, log_to_driver=False)
-    startup = time.perf_counter() - started
-    print(f"cluster startup (import ray, Cluster, ray.init): {startup:.2f} s")
-    rows: dict[str, list[float]] = {}
-    try:
-        for round_ in range(1, args.rounds + 1):
-            timings = {
-                "local": _timed(run_eval, samples, agent=spec, show_progress=False),
-                "actor startup N=1": _timed(
-                    run_eval, [], agent=spec, executor=RayExecutor(num_workers=1)
-                ),
-                "ray N=1": _timed(
-                    run_eval,
-                    samples,
-                    agent=spec,
-                    executor=RayExecutor(num_workers=1),
-                    show_progress=False,
-                ),
-                "actor startup N=2": _timed(
-                    run_eval, [], agent=spec, executor=RayExecutor(num_workers=2)
-                ),
-                "ray N=2": _timed(
-                    run_eval,
-                    samples,
-                    agent=spec,
-                    executor=RayExecutor(num_workers=2),
-                    show_progress=False,
-                ),
-            }
-            print(f"round {round_}: " + ", ".join(f"{k} {v:.2f} s" for k, v in timings.items()))
-            for name, value in timings.items():
-                rows.setdefault(name, []).append(value)
-    finally:
-        ray.shutdown()
-        cluster.shutdown()  # type: ignore[no-untyped-call]
-    median = {name: statistics.median(values) for name, values in rows.items()}
-    print("medians:")
-    for name, value in median.items():
-        print(f"  {name:18} {value:6.2f} s  ({value / median['local']:.2f} x local)")
-    per_sample = (median["ray N=1"] - median["actor startup N=1"] - median["local"]) / len(samples)
-    print(
-        f"per-sample overhead (N=1): {per_sample * 1000:.0f} ms against "
-        f"{median['local'] / len(samples) * 1000:.0f} ms per sample locally"
-    )
+    if args.data_dir is not None:
+        os.environ["HIMGA_DATA_DIR"] = str(args.data_dir.resolve())
+    if args.worker:
+        name, size = args.worker
+        print(json.dumps(measure(name, int(size), args.queries, args.seed)))
+        return
+    commit = git_commit()
+    sizes = sorted({*args.sizes, *([LARGEST] if args.largest else [])})
+    rows: list[dict[str, Any]] = []
+    args.out.mkdir(parents=True, exist_ok=True)
+    for size in sizes:
+        for name in args.largest_memories if size == LARGEST else args.memories:
+            command = [sys.executable, "-m", "bench.bench_scale", "--worker", name, str(size)]
+            command += ["--queries", str(args.queries), "--seed", str(args.seed)]
+            completed = subprocess.run(
+                command, capture_output=True, text=True, check=False, cwd=ROOT
+            )
+            if completed.returncode:
+                # Recorded, not raised: a memory that runs out of memory or time at some
+                # size is itself a finding (how far it scales).
+                rows.append({"memory": name, "turns": size, "failed": completed.stderr[-2000:]})
+                print(f"{name:8} {size:>9,} turns: FAILED (see the manifest)", flush=True)
+                continue
+            row = json.loads(completed.stdout.strip().splitlines()[-1])
+            rows.append(row)
+            print(
+                f"{name:8} {size:>9,} turns: build {row['build_s']:8.2f} s "
+                f"(cpu {row['build_cpu_s']:7.2f}), search p50 {row['search_p50_ms']:8.2f} ms "
+                f"p99 {row['search_p99_ms']:8.2f} (cpu p50 {row['search_cpu_p50_ms']:7.2f}), "
+                f"+{APPEND} turns {row['append_s']:7.2f} s, peak RSS {row['rss_peak_mb']:7.0f} MB",
+                flush=True,
+            )
+    measured = [row for row in rows if "failed" not in row]
+    with_ratios(measured)
+    manifest = {
+        "benchmark": "bench/bench_scale.py",
+        "git_commit": commit,
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "cpus": os.cpu_count(),
+        "versions": {name: version(name) for name in ("himga", "numpy", "scipy", "bm25s")},
+        "queries": args.queries,
+        "seed": args.seed,
+        "append_turns": APPEND,
+        "top_k": TOP_K,
+        "rows": rows,
+    }
+    (args.out / "scale.json").write_text(json.dumps(manifest, indent=2) + "\n")
+    plot(measured, args.out / "scale.png")
+    print(f"wrote {args.out / 'scale.json'} and {args.out / 'scale.png'}")
 
 
 if __name__ == "__main__":

@@ -40,7 +40,9 @@ class HiMGAMemory(RankedTurns):
     ``search`` ranks turns (positive score only, best first, ties earlier turn
     first); ``retrieve`` returns the best ``k`` grouped by session, sessions and
     turns in conversation order, each group headed by its session's date.
-    Indexing is lazy: ``ingest`` appends, the next query builds the index once.
+    Indexing is lazy and incremental: ``ingest`` appends; the first query builds
+    the index, a later one adds the turns ingested since (ranking exactly as a
+    fresh build would).
 
     With an ``embedder`` (an :class:`~himga.embed.Embedder` or a spec for
     :func:`~himga.embed.get_embedder`), the turns are embedded too (each once, in
@@ -95,7 +97,7 @@ class HiMGAMemory(RankedTurns):
         )
 
     def ingest(self, message: Message, session: Session, /) -> None:
-        """Append the turn (O(1)); the index is rebuilt at the next query."""
+        """Append the turn (O(1)); the next query adds it (and the others since) to the index."""
         number = self._session_numbers.get(session.session_id)
         if number is None:
             number = self._session_numbers[session.session_id] = len(self._session_dates)
@@ -108,7 +110,6 @@ class HiMGAMemory(RankedTurns):
         self._contents.append(message.content)
         self._sessions.append(number)
         self._lines.append(format_line(message, session))
-        self._index = None
 
     def retrieve(self, query: str, /) -> str:
         """The best ``k`` turns grouped by session under a ``[<date>]`` line; ``""`` if none."""
@@ -144,14 +145,22 @@ class HiMGAMemory(RankedTurns):
         return stems
 
     def index(self) -> Index:
-        """The compiled index over everything ingested (built now if stale)."""
-        if self._index is None:
-            module = self._index_module
-            turns = module.Turns(self._roles, self._contents, self._sessions, self._session_dates)
-            embeddings = embed_words = None
-            if self.embedder is not None:
-                embeddings = self._embeddings(self.embedder)
-                embed_words = functools.partial(self._embed_words, self.embedder)
+        """The index over everything ingested: built at the first call, then extended.
+
+        Turns ingested since the last call are added to the index built then
+        (:meth:`Index.extend`), which ranks as one built from scratch would.
+        """
+        if self._index is not None and self._index.size == len(self._contents):
+            return self._index
+        module = self._index_module
+        turns = module.Turns(self._roles, self._contents, self._sessions, self._session_dates)
+        embeddings = embed_words = None
+        if self.embedder is not None:
+            embeddings = self._embeddings(self.embedder)
+            embed_words = functools.partial(self._embed_words, self.embedder)
+        if self._index is not None:
+            self._index.extend(turns, embeddings)
+        else:
             self._index = module.Index(
                 turns,
                 self.analyse,
@@ -195,15 +204,13 @@ class HiMGAMemory(RankedTurns):
             dense = (self._embeddings(self.embedder) @ vector)[None, :]
             expanded = index.expansion(vector, terms)[None, :]
         cue = index.date_cue(query)
-        cue = np.zeros((1, index.size)) if cue is None else cue[None, :]
         named = index.named_speakers(query)
-        named = np.zeros((1, index.size)) if named is None else named[None, :]
         addressed = index.addressed(query)
         scores = self._index_module.final_scores(
             index,
             levels,
-            cue,
-            named,
+            None if cue is None else cue[None, :],
+            None if named is None else named[None, :],
             self.weights,
             dense,
             expanded,
