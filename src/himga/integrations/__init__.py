@@ -6,6 +6,7 @@ naming the extra when it is missing. See ``docs/integrations/``.
 """
 
 from himga.integrations._errors import IntegrationConfigError, IntegrationError
+from himga.integrations._mcp import MCP_PRESETS, MCPMemory
 from himga.integrations._mem0 import Mem0Memory
 
-__all__ = ["IntegrationConfigError", "IntegrationError", "Mem0Memory"]
+__all__ = ["MCP_PRESETS", "IntegrationConfigError", "IntegrationError", "MCPMemory", "Mem0Memory"]
