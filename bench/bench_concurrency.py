@@ -4,7 +4,7 @@ Run by hand (about a minute per round on 2 cores)::
 
     uv run python -m bench.bench_concurrency [--rounds 3] [--concurrency 32] [--latency 0.2]
 
-A loopback :class:`~himga.testing.llm_server.FakeLLMServer` answers every
+A loopback :class:`~himga.llm.FakeLLMServer` answers every
 request after ``latency`` seconds. **Effective concurrency** of a phase is the
 mean number of requests in flight on the server, ``in_flight_seconds / wall
 time`` (the sum of every request's time in the server divided by the phase's
@@ -38,9 +38,8 @@ from pathlib import Path
 from himga.agent import BaseAgent
 from himga.data import load_dataset
 from himga.eval import batch_judge, run_eval
-from himga.llm import ChatMessage, get_client
+from himga.llm import ChatMessage, FakeLLMServer, get_client
 from himga.memory import NullMemory
-from himga.testing.llm_server import FakeLLMServer
 
 _KEY = "bench-key"
 _DATA = Path(__file__).resolve().parent.parent.parent / "shared" / "datasets"

@@ -5,7 +5,7 @@ Run by hand (about four minutes on 2 cores, most of it the serial baseline)::
     HIMGA_DATA_DIR=../shared/datasets uv run python -m bench.bench_magma \
         [--sample 0] [--latency 0.2] [--concurrency 32] [--rounds 3]
 
-A loopback :class:`~himga.testing.llm_server.FakeLLMServer` answers every
+A loopback :class:`~himga.llm.FakeLLMServer` answers every
 request after ``latency`` seconds with the scripted extraction model of
 ``tests/magma_support.py``. In the same run, against the same server:
 
@@ -40,9 +40,8 @@ from tests.magma_support import magma_responder
 
 from himga._cli import main as cli_main
 from himga.data import Sample, load_dataset
-from himga.llm import SDKClient, get_client
+from himga.llm import FakeLLMServer, SDKClient, get_client
 from himga.memory import MagmaMemory, MagmaPaperMemory
-from himga.testing.llm_server import FakeLLMServer
 
 _DATA = Path(__file__).resolve().parent.parent.parent / "shared" / "datasets"
 

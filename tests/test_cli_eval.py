@@ -10,8 +10,7 @@ from typing import Any
 import pytest
 
 from himga._cli import main
-from himga.llm import ChatMessage
-from himga.testing.llm_server import FakeLLMServer
+from himga.llm import ChatMessage, FakeLLMServer
 
 SECRET = "sk-ant-SECRET-do-not-log-4242"
 

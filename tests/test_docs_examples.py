@@ -83,7 +83,7 @@ def _start(path: Path, request: pytest.FixtureRequest, tmp: pytest.TempPathFacto
         data: Path = request.getfixturevalue("shared_datasets")
         environment["HIMGA_DATA_DIR"] = str(data)
     if _NEEDS_LLM.search(text):
-        from himga.testing.llm_server import FakeLLMServer
+        from himga.llm import FakeLLMServer
 
         server = run.resources.enter_context(FakeLLMServer())
         environment.update(

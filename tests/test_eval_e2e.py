@@ -16,9 +16,8 @@ from himga.agent import BaseAgent
 from himga.data import Category, load_dataset
 from himga.data.synthetic import write_longmemeval
 from himga.eval import batch_judge, compute_metrics, run_eval
-from himga.llm import ChatMessage, get_client
+from himga.llm import ChatMessage, FakeLLMServer, get_client
 from himga.memory import BM25Memory, NullMemory
-from himga.testing.llm_server import FakeLLMServer
 from tests.test_eval_support import make_sample
 
 

@@ -26,8 +26,7 @@ from himga._extras import MissingExtraError
 from himga.data import Sample, load_dataset
 from himga.eval import AgentSpec, RayExecutor, WorkerStartError, compute_metrics, run_eval
 from himga.eval._ray import _ray
-from himga.llm import ChatMessage
-from himga.testing.llm_server import FakeLLMServer
+from himga.llm import ChatMessage, FakeLLMServer
 
 TIMINGS = ("retrieval_latency_s", "latency_s")
 LOOPBACK = {"127.0.0.1", "::1", "::ffff:127.0.0.1"}

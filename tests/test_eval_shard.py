@@ -15,8 +15,7 @@ from hypothesis import strategies as st
 from himga._cli import main
 from himga._cli._merge import PER_RUN_FIELDS
 from himga.eval._shard import Shard, ShardSpecError
-from himga.llm import ChatMessage
-from himga.testing.llm_server import FakeLLMServer
+from himga.llm import ChatMessage, FakeLLMServer
 
 # Timings differ between any two runs, local ones included.
 TIMINGS = ("retrieval_latency_s", "latency_s")

@@ -24,11 +24,11 @@ from himga.llm import (
     CachingClient,
     ChatMessage,
     Completion,
+    FakeLLMServer,
     LLMCache,
     cache_key,
     get_client,
 )
-from himga.testing.llm_server import FakeLLMServer
 from tests.test_eval_support import ScriptedLLM, make_result
 
 messages_strategy = st.lists(

@@ -21,6 +21,7 @@ from himga.llm import (
     DEFAULT_MODELS,
     AnthropicClient,
     ChatMessage,
+    FakeLLMServer,
     LLMClient,
     LLMConfigError,
     LLMError,
@@ -29,9 +30,10 @@ from himga.llm import (
     SDKClient,
     TokenUsage,
     UnknownProviderError,
+    echo_responder,
     get_client,
+    word_count,
 )
-from himga.testing.llm_server import FakeLLMServer, echo_responder, word_count
 
 PROVIDERS = ["anthropic", "openai"]
 SECRET = "sk-test-0123456789-secret"

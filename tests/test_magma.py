@@ -17,14 +17,13 @@ from numpy.typing import NDArray
 
 from himga.data import load_dataset
 from himga.data.schema import Message, Session
-from himga.llm import SDKClient, get_client
+from himga.llm import FakeLLMServer, SDKClient, get_client
 from himga.memory import MagmaMemory, MagmaPaperMemory, SearchableMemory, load_memory
 from himga.memory._magma._dates import ResolvedDate, resolve_dates
 from himga.memory._magma._extract import extract_entities
 from himga.memory._magma._graph import Edge
 from himga.memory._magma._retrieve import classify_intent, classify_query
 from himga.testing import MemoryContract, check_memory
-from himga.testing.llm_server import FakeLLMServer
 from tests.magma_support import magma_responder
 
 MAY_8 = "1:56 pm on 8 May, 2023"

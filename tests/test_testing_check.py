@@ -381,8 +381,9 @@ def test_the_kit_without_hypothesis_names_the_extra() -> None:
     code = (
         "import sys; sys.modules['hypothesis'] = None\n"  # as if the extra were not installed
         "from himga._extras import MissingExtraError\n"
+        "import himga.testing\n"
         "try:\n"
-        "    import himga.testing\n"
+        "    himga.testing.check_memory\n"
         "except MissingExtraError as error:\n"
         "    print(error)\n"
     )

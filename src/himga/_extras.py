@@ -5,10 +5,12 @@ from __future__ import annotations
 import importlib
 from types import ModuleType
 
+from himga._errors import HimgaError
+
 __all__ = ["MissingExtraError", "require"]
 
 
-class MissingExtraError(ImportError):
+class MissingExtraError(HimgaError, ImportError):
     """An optional dependency of himga is not installed."""
 
 

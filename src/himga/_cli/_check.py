@@ -12,6 +12,7 @@ from typing import Any
 
 from himga._extras import MissingExtraError, require
 from himga.memory import MemoryLoadError, PluginImportError, resolve_memory
+from himga.testing import CONTRACTS, DEFAULT_MAX_EXAMPLES, ContractViolation
 
 __all__ = ["BROKEN_PIPE", "register", "run"]
 
@@ -37,6 +38,11 @@ def register(commands: Any) -> None:
         "memory",
         metavar="MODULE:ATTR|NAME",
         help="a zero-argument memory factory as module:attr, or a registered memory name",
+    )
+    parser.add_argument(
+        "--list",
+        action=_ListContracts,
+        help="print every contract's id and what it promises, then exit (checks nothing)",
     )
     parser.add_argument(
         "--max-examples",
@@ -72,6 +78,24 @@ def register(commands: Any) -> None:
     parser.set_defaults(handler=run)
 
 
+class _ListContracts(argparse.Action):
+    """``--list``: like ``--help``, answers without a memory and exits 0 (needs no Hypothesis)."""
+
+    def __init__(self, option_strings: list[str], dest: str, help: str | None = None) -> None:
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, help=help)
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: object,
+        option_string: str | None = None,
+    ) -> None:
+        for contract in CONTRACTS:
+            print(f"{contract.id}\n    {contract.summary}")
+        parser.exit(0)
+
+
 def _positive_int(text: str) -> int:
     value = int(text)
     if value < 1:
@@ -101,7 +125,7 @@ def _run(args: argparse.Namespace) -> int:
         require("hypothesis", extra="testing", purpose="himga check")
     except MissingExtraError as exc:
         return _error(str(exc))
-    from himga.testing import CONTRACTS, DEFAULT_MAX_EXAMPLES, ContractViolation, check_contract
+    from himga.testing import check_contract
     from himga.testing._harness import raised_at
 
     known = [contract.id for contract in CONTRACTS]

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from himga._cli._runs import METRIC_TITLES, Run, RunReadError, load_run
+from himga._errors import HimgaError
 from himga._extras import MissingExtraError, require
 from himga.data.schema import Category
 from himga.eval._aggregate import question_scores
@@ -34,7 +35,7 @@ _DEFAULT_METRICS = (
 )
 
 
-class CompareError(ValueError):
+class CompareError(HimgaError, ValueError):
     """The runs cannot be compared (another dataset, other questions, unknown metric)."""
 
 

@@ -18,6 +18,7 @@ from typing import Any
 
 import himga
 from himga._cli._preflight import PreflightReport, preflight
+from himga._errors import HimgaError
 from himga.agent import BaseAgent, prompt_hashes
 from himga.eval import (
     EvalResult,
@@ -192,7 +193,7 @@ def _positive_float(text: str) -> float:
     return value
 
 
-class RunDirectoryError(ValueError):
+class RunDirectoryError(HimgaError, ValueError):
     """The run directory holds another run (or none to resume)."""
 
 

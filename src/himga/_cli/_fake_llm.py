@@ -8,8 +8,6 @@ import sys
 import threading
 from typing import Any
 
-from himga._extras import MissingExtraError, require
-
 __all__ = ["register", "run"]
 
 
@@ -19,11 +17,10 @@ def register(commands: Any) -> None:
         "fake-llm",
         help="serve a loopback fake LLM (Anthropic and OpenAI APIs) to try the LLM path offline",
         description=(
-            "Serve himga.testing.llm_server.FakeLLMServer on 127.0.0.1 with the offline "
+            "Serve himga.llm.FakeLLMServer on 127.0.0.1 with the offline "
             "responder: answers are the first line of the retrieved context, judge verdicts "
             "come from word overlap with the gold answer, never from text of the prompt. "
-            "Prints the base URLs to export, then serves until interrupted (Ctrl-C, SIGTERM). "
-            "Needs the testing extra."
+            "Prints the base URLs to export, then serves until interrupted (Ctrl-C, SIGTERM)."
         ),
     )
     parser.add_argument("--port", type=int, default=8765, help="port (default 8765; 0: any free)")
@@ -43,12 +40,7 @@ def register(commands: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Serve until SIGINT or SIGTERM; 0 then, 2 on a bad option or a busy port."""
-    try:
-        require("hypothesis", extra="testing", purpose="himga fake-llm")
-    except MissingExtraError as exc:
-        print(f"himga fake-llm: error: {exc}", file=sys.stderr)
-        return 2
-    from himga.testing.llm_server import FakeLLMServer, offline_responder
+    from himga.llm import FakeLLMServer, offline_responder
 
     try:
         server = FakeLLMServer(

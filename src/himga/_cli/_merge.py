@@ -10,6 +10,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from himga._errors import HimgaError
+
 __all__ = ["PER_RUN_FIELDS", "MergeError", "merge_runs", "register", "run"]
 
 #: Manifest fields that describe one invocation rather than the run's content:
@@ -38,7 +40,7 @@ PER_RUN_FIELDS = (
 )
 
 
-class MergeError(ValueError):
+class MergeError(HimgaError, ValueError):
     """The shard runs do not make one complete run (the message says which and why)."""
 
 

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from himga._errors import HimgaError
 from himga.eval import EvalResult
 from himga.eval._ranking import RANK_KS
 
@@ -27,7 +28,7 @@ METRIC_TITLES = {
 }
 
 
-class RunReadError(ValueError):
+class RunReadError(HimgaError, ValueError):
     """A run directory is missing a file or holds a malformed one (the message says which)."""
 
 

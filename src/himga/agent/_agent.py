@@ -11,6 +11,7 @@ from types import MappingProxyType
 
 from typing_extensions import Self
 
+from himga._errors import HimgaError
 from himga.data.schema import Sample
 from himga.llm._protocol import ChatMessage, LLMClient
 from himga.memory._protocol import BaseMemory
@@ -54,7 +55,7 @@ def prompt_hashes() -> dict[str, str]:
     }
 
 
-class NoLLMError(RuntimeError):
+class NoLLMError(HimgaError, RuntimeError):
     """An answer was requested from an agent built without a language model."""
 
 

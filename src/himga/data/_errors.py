@@ -5,6 +5,8 @@ from __future__ import annotations
 from os import PathLike
 from typing import Any
 
+from himga._errors import HimgaError, HimgaWarning
+
 __all__ = [
     "ChecksumMismatchError",
     "DatasetError",
@@ -19,7 +21,7 @@ __all__ = [
 ]
 
 
-class DatasetError(ValueError):
+class DatasetError(HimgaError, ValueError):
     """A dataset file is malformed: its message names the file, the sample and the field.
 
     ``file``, ``sample`` and ``field`` are also kept as attributes (``None`` when
@@ -61,22 +63,22 @@ class ChecksumMismatchError(DatasetError):
     """A downloaded file does not have the pinned sha256; nothing was kept."""
 
 
-class UnknownDatasetError(ValueError):
+class UnknownDatasetError(HimgaError, ValueError):
     """The dataset name is not one himga knows."""
 
 
-class DatasetNotFoundError(FileNotFoundError):
+class DatasetNotFoundError(HimgaError, FileNotFoundError):
     """No copy of the dataset was found and none could be downloaded.
 
     The message says what to download and where to put it.
     """
 
 
-class DownloadError(OSError):
+class DownloadError(HimgaError, OSError):
     """The download itself failed (network, HTTP status); nothing was kept."""
 
 
-class DatasetWarning(UserWarning):
+class DatasetWarning(HimgaWarning):
     """Base class of the loaders' warnings: the data is loaded, but something is off.
 
     Loading warns once per kind of quirk and dataset: the message counts them

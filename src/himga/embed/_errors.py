@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from himga._errors import HimgaError
+
 __all__ = ["EmbedderError", "UnknownEmbedderError"]
 
 
-class EmbedderError(Exception):
+class EmbedderError(HimgaError):
     """An embedder could not be built or could not embed."""
 
 

@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import IO, Any
 
+from himga._errors import HimgaError
 from himga.eval._identity import _diff
 from himga.eval._result import EvalResult
 
@@ -24,7 +25,7 @@ __all__ = ["Checkpoint", "CheckpointError", "CheckpointMismatchError"]
 _FORMAT = 2
 
 
-class CheckpointError(ValueError):
+class CheckpointError(HimgaError, ValueError):
     """A checkpoint file is malformed (the message names the file and line)."""
 
 

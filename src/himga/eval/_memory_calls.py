@@ -30,20 +30,21 @@ import weakref
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from himga._errors import HimgaError
 from himga.data.schema import Message, Session
 
 __all__ = ["GuardedMemory", "MemoryBusyError", "MemoryCallFailed", "MemoryCallTimeout"]
 
 
-class MemoryCallTimeout(Exception):
+class MemoryCallTimeout(HimgaError):
     """A memory call did not return within the run's memory timeout."""
 
 
-class MemoryBusyError(Exception):
+class MemoryBusyError(HimgaError):
     """A memory call was not made: an earlier call that timed out is still running."""
 
 
-class MemoryCallFailed(Exception):
+class MemoryCallFailed(HimgaError):
     """A call into the memory failed; ``method``, ``error_type`` and ``message`` say how."""
 
     def __init__(self, method: str, error: BaseException) -> None:

@@ -11,6 +11,7 @@ from typing import Any
 
 from tqdm.auto import tqdm
 
+from himga._errors import HimgaError
 from himga._extras import require
 from himga.data.schema import QAPair, Sample, Session
 from himga.eval._checkpoint import Checkpoint
@@ -25,7 +26,7 @@ __all__ = ["RayExecutor", "WorkerStartError"]
 SAMPLES_IN_FLIGHT = 2
 
 
-class WorkerStartError(RuntimeError):
+class WorkerStartError(HimgaError, RuntimeError):
     """A Ray worker could not build the agent, or built one whose run identity differs
     from the run's (the message names the differing fields): its results would not
     belong to this run, so the run does not start."""

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from tqdm.auto import tqdm
 
+from himga._errors import HimgaError
 from himga.agent._agent import BaseAgent, prompt_hashes
 from himga.data.schema import QAPair, Sample
 from himga.eval._checkpoint import Checkpoint, CheckpointMismatchError
@@ -39,7 +40,7 @@ __all__ = [
 SEARCH_K = 50
 
 
-class DuplicateQuestionError(ValueError):
+class DuplicateQuestionError(HimgaError, ValueError):
     """Two questions of the evaluated samples share ``(sample_id, question_id)``."""
 
 

@@ -8,6 +8,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from himga._errors import HimgaError
 from himga.data.schema import Sample
 
 __all__ = ["Shard", "ShardSpecError", "coverage"]
@@ -15,7 +16,7 @@ __all__ = ["Shard", "ShardSpecError", "coverage"]
 _SHARD = re.compile(r"^\s*(\d+)\s*/\s*(\d+)\s*$")
 
 
-class ShardSpecError(ValueError):
+class ShardSpecError(HimgaError, ValueError):
     """A shard is not ``I/N`` with ``0 <= I < N``."""
 
 

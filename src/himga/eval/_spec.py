@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from himga._errors import HimgaError
 from himga.agent._agent import BaseAgent
 from himga.eval._identity import RunIdentity
 from himga.llm._protocol import LLMClient
@@ -27,7 +28,7 @@ LLM_SETTINGS = (
 )
 
 
-class AgentSpecError(ValueError):
+class AgentSpecError(HimgaError, ValueError):
     """An :class:`AgentSpec` field is not plain data, names an unknown setting or holds a key."""
 
 

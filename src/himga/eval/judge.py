@@ -27,6 +27,7 @@ from collections.abc import Mapping, MutableMapping, Sequence
 
 from tqdm.auto import tqdm
 
+from himga._errors import HimgaError
 from himga.data.schema import Category
 from himga.eval._result import EvalResult
 from himga.llm._protocol import LLMClient
@@ -135,7 +136,7 @@ _LME_TYPED = {
 }
 
 
-class UnjudgeableError(ValueError):
+class UnjudgeableError(HimgaError, ValueError):
     """The judge's reply names no verdict, or more than one."""
 
 

@@ -1,8 +1,15 @@
 """Language-model clients: one protocol, the Anthropic and OpenAI SDKs behind it.
 
 ``get_client()`` builds a client from arguments and the SDKs' usual environment
-variables; see ``docs/llm.md``.
+variables; see ``docs/llm.md``. :class:`FakeLLMServer` is a loopback server
+speaking both APIs, for tests and offline runs (standard library only; loaded on
+first use, so importing this package does not pay for ``http.server``).
 """
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
 
 from himga.llm._anthropic import AnthropicClient
 from himga.llm._cache import CacheSchemaError, CacheStats, CachingClient, LLMCache, cache_key
@@ -23,6 +30,16 @@ from himga.llm._openai import OpenAIClient
 from himga.llm._protocol import ChatMessage, Completion, LLMClient
 from himga.llm._usage import TokenUsage
 
+if TYPE_CHECKING:
+    from himga.llm._fake_server import (
+        FakeLLMServer,
+        RecordedRequest,
+        Responder,
+        echo_responder,
+        offline_responder,
+    )
+    from himga.llm._fake_wire import ChatRequest, Reply, Tool, ToolCall, word_count
+
 __all__ = [
     "DEFAULT_MAX_CONCURRENCY",
     "DEFAULT_MAX_RETRIES",
@@ -37,16 +54,53 @@ __all__ = [
     "CacheStats",
     "CachingClient",
     "ChatMessage",
+    "ChatRequest",
     "Completion",
+    "FakeLLMServer",
     "LLMCache",
     "LLMClient",
     "LLMConfigError",
     "LLMError",
     "MissingAPIKeyError",
     "OpenAIClient",
+    "RecordedRequest",
+    "Reply",
+    "Responder",
     "SDKClient",
     "TokenUsage",
+    "Tool",
+    "ToolCall",
     "UnknownProviderError",
     "cache_key",
+    "echo_responder",
     "get_client",
+    "offline_responder",
+    "word_count",
 ]
+
+# The fake server's names, and the private module that defines each.
+_FAKE_SERVER = {
+    "FakeLLMServer": "_fake_server",
+    "RecordedRequest": "_fake_server",
+    "Responder": "_fake_server",
+    "echo_responder": "_fake_server",
+    "offline_responder": "_fake_server",
+    "ChatRequest": "_fake_wire",
+    "Reply": "_fake_wire",
+    "Tool": "_fake_wire",
+    "ToolCall": "_fake_wire",
+    "word_count": "_fake_wire",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _FAKE_SERVER.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value  # later lookups skip this function
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from himga._errors import HimgaError
 from himga.llm._protocol import ChatMessage, Completion, LLMClient
 
 __all__ = ["CacheSchemaError", "CacheStats", "CachingClient", "LLMCache", "as_cache", "cache_key"]
@@ -57,7 +58,7 @@ class CacheStats:
     misses: int
 
 
-class CacheSchemaError(ValueError):
+class CacheSchemaError(HimgaError, ValueError):
     """The file is not a himga LLM cache of this version."""
 
 

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from himga._errors import HimgaError
+
 __all__ = ["LLMConfigError", "LLMError", "MissingAPIKeyError", "UnknownProviderError"]
 
 
-class LLMConfigError(ValueError):
+class LLMConfigError(HimgaError, ValueError):
     """A client cannot be built from the given arguments and environment."""
 
 
@@ -17,7 +19,7 @@ class MissingAPIKeyError(LLMConfigError):
     """No API key was passed and the provider's environment variable is unset."""
 
 
-class LLMError(Exception):
+class LLMError(HimgaError):
     """A model call failed for good: not retryable, or still failing after every retry.
 
     The SDK exception is chained as ``__cause__``; the message never contains the

@@ -18,6 +18,7 @@ from typing import Any
 from urllib.parse import urlparse
 from urllib.request import url2pathname
 
+from himga._errors import HimgaError
 from himga.memory._protocol import BaseMemory
 
 __all__ = [
@@ -46,7 +47,7 @@ MemoryFactory = Callable[[], BaseMemory]
 """A zero-argument callable returning a fresh memory (a memory class is one)."""
 
 
-class MemoryLoadError(Exception):
+class MemoryLoadError(HimgaError):
     """A memory name or ``module:attr`` spec could not be resolved to a factory."""
 
 

@@ -1,27 +1,33 @@
 """The conformance kit: prove that a memory honours :class:`~himga.memory.BaseMemory`.
 
-Needs the ``testing`` extra (Hypothesis): ``pip install 'himga[testing]'``.
+The contract catalogue (:data:`CONTRACTS`, :class:`Contract`,
+:class:`ContractViolation`, :data:`DEFAULT_MAX_EXAMPLES`) and the signature check
+:func:`check_protocol_shape` import without Hypothesis. Everything that generates
+call sequences (``check_memory``, ``check_contract``, ``MemoryContract``, the
+state machine, the strategies) needs the ``testing`` extra: looking one up
+without Hypothesis installed raises :class:`~himga._extras.MissingExtraError`
+saying ``pip install 'himga[testing]'``.
 """
 
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from himga._extras import require
-
-require("hypothesis", extra="testing", purpose="himga.testing (the conformance kit)")
-
-from himga.testing._check import (  # noqa: E402
+from himga.testing._contracts import (
+    CONTRACTS,
     DEFAULT_MAX_EXAMPLES,
-    check_contract,
-    check_memory,
+    Contract,
+    ContractViolation,
+    check_protocol_shape,
 )
-from himga.testing._contracts import CONTRACTS, Contract, ContractViolation  # noqa: E402
-from himga.testing._pytest import MemoryContract  # noqa: E402
-from himga.testing._stateful import MemoryStateMachine, memory_state_machine  # noqa: E402
-from himga.testing._strategies import (  # noqa: E402
-    blank_texts,
-    messages,
-    queries,
-    sessions,
-    texts,
-)
+
+if TYPE_CHECKING:
+    from himga.testing._check import check_contract, check_memory
+    from himga.testing._pytest import MemoryContract
+    from himga.testing._stateful import MemoryStateMachine, memory_state_machine
+    from himga.testing._strategies import blank_texts, messages, queries, sessions, texts
 
 __all__ = [
     "CONTRACTS",
@@ -33,9 +39,39 @@ __all__ = [
     "blank_texts",
     "check_contract",
     "check_memory",
+    "check_protocol_shape",
     "memory_state_machine",
     "messages",
     "queries",
     "sessions",
     "texts",
 ]
+
+# The names that need Hypothesis, and the private module that defines each: they
+# are imported on first use, so `import himga.testing` itself never imports it.
+_NEEDS_HYPOTHESIS = {
+    "check_contract": "_check",
+    "check_memory": "_check",
+    "MemoryContract": "_pytest",
+    "MemoryStateMachine": "_stateful",
+    "memory_state_machine": "_stateful",
+    "blank_texts": "_strategies",
+    "messages": "_strategies",
+    "queries": "_strategies",
+    "sessions": "_strategies",
+    "texts": "_strategies",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _NEEDS_HYPOTHESIS.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    require("hypothesis", extra="testing", purpose=f"himga.testing.{name}")
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value  # later lookups skip this function
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

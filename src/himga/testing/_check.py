@@ -9,13 +9,16 @@ from hypothesis import HealthCheck, Phase, Verbosity, given, settings
 from hypothesis import seed as fixed_seed
 from hypothesis.errors import Flaky
 
-from himga.testing._contracts import CONTRACTS, ContractViolation, check_protocol_shape
+from himga.testing._contracts import (
+    CONTRACTS,
+    DEFAULT_MAX_EXAMPLES,
+    ContractViolation,
+    check_protocol_shape,
+)
 from himga.testing._harness import SEARCH
 from himga.testing._programs import NOT_REPLAYED, Op, minimise, program
 
-__all__ = ["DEFAULT_MAX_EXAMPLES", "check_contract", "check_memory"]
-
-DEFAULT_MAX_EXAMPLES = 100
+__all__ = ["check_contract", "check_memory"]
 PROTOCOL_SHAPE = "protocol-shape"
 
 

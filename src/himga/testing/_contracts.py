@@ -6,8 +6,11 @@ import inspect
 from dataclasses import dataclass
 from typing import Any
 
+from himga._errors import HimgaError
+
 __all__ = [
     "CONTRACTS",
+    "DEFAULT_MAX_EXAMPLES",
     "Contract",
     "ContractViolation",
     "check_protocol_shape",
@@ -61,8 +64,12 @@ CONTRACTS: tuple[Contract, ...] = (
 )
 _IDS = frozenset(contract.id for contract in CONTRACTS)
 
+#: Generated programs per contract when the caller does not say (``check_memory``,
+#: ``check_contract``, ``himga check``).
+DEFAULT_MAX_EXAMPLES = 100
 
-class ContractViolation(AssertionError):
+
+class ContractViolation(HimgaError, AssertionError):
     """A memory broke a contract.
 
     ``contract_id`` is one of the ids in :data:`CONTRACTS`; ``problem`` says what

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
 
+from himga._errors import HimgaError
 from himga.memory._magma._dates import ResolvedDate, resolve_dates, resolve_phrase
 from himga.memory._text import ENGLISH_MONTHS, ENGLISH_STOPWORDS, words
 
@@ -45,7 +46,7 @@ class Event:
     emotion: str | None = None
 
 
-class MalformedReplyError(ValueError):
+class MalformedReplyError(HimgaError, ValueError):
     """An LLM reply is not the JSON object the prompt asked for."""
 
 
