@@ -16,7 +16,7 @@ from himga.integrations import _mem0 as mem0_adapter
 from himga.llm._protocol import ChatMessage
 from himga.memory import SearchableMemory, load_memory
 from himga.testing import check_memory
-from himga.testing.llm_server import FakeLLMServer
+from himga.llm import FakeLLMServer
 from tests.network_guard import loopback_only
 
 __all__ = ["loopback_only"]  # the fixture, imported for pytestmark

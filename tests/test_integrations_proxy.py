@@ -18,7 +18,7 @@ from himga.integrations import (
 )
 from himga.integrations._proxy import _tokens
 from himga.llm._protocol import ChatMessage
-from himga.testing.llm_server import FakeLLMServer, word_count
+from himga.llm import FakeLLMServer, word_count
 from tests.network_guard import loopback_only
 
 __all__ = ["loopback_only"]  # the fixture, imported for pytestmark
