@@ -1,5 +1,5 @@
-"""Adapters to external memory systems (mem0, MCP memory servers), each behind its own extra,
-and a recording proxy that counts what such a system spends on its LLM, per phase.
+"""Adapters to external memory systems (mem0, MCP memory servers, LangMem), each behind its
+own extra, and a recording proxy that counts what such a system spends on its LLM, per phase.
 
 Importing this package imports none of those systems: each adapter imports its
 library when constructed and raises :class:`~himga._extras.MissingExtraError`
@@ -7,6 +7,7 @@ naming the extra when it is missing. See ``docs/integrations/``.
 """
 
 from himga.integrations._errors import IntegrationConfigError, IntegrationError
+from himga.integrations._langmem import LangMemMemory
 from himga.integrations._mcp import MCP_PRESETS, MCPMemory
 from himga.integrations._mem0 import Mem0Memory
 from himga.integrations._proxy import PHASES, CostSummary, PhaseCost, ProxyCall, RecordingProxy
@@ -17,6 +18,7 @@ __all__ = [
     "CostSummary",
     "IntegrationConfigError",
     "IntegrationError",
+    "LangMemMemory",
     "MCPMemory",
     "Mem0Memory",
     "PhaseCost",
