@@ -13,10 +13,10 @@ from himga._extras import MissingExtraError
 from himga.data.schema import Message, Session
 from himga.integrations import IntegrationConfigError, Mem0Memory
 from himga.integrations import _mem0 as mem0_adapter
+from himga.llm import FakeLLMServer
 from himga.llm._protocol import ChatMessage
 from himga.memory import SearchableMemory, load_memory
 from himga.testing import check_memory
-from himga.llm import FakeLLMServer
 from tests.network_guard import loopback_only
 
 __all__ = ["loopback_only"]  # the fixture, imported for pytestmark

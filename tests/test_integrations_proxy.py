@@ -17,8 +17,8 @@ from himga.integrations import (
     RecordingProxy,
 )
 from himga.integrations._proxy import _tokens
-from himga.llm._protocol import ChatMessage
 from himga.llm import FakeLLMServer, word_count
+from himga.llm._protocol import ChatMessage
 from tests.network_guard import loopback_only
 
 __all__ = ["loopback_only"]  # the fixture, imported for pytestmark
