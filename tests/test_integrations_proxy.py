@@ -1,0 +1,131 @@
+"""The recording proxy: calls, tokens and latency per phase, through the official SDKs."""
+
+from __future__ import annotations
+
+import json
+import socket
+
+import pytest
+
+from himga.data.schema import Message, Session
+from himga.integrations import (
+    CostSummary,
+    IntegrationConfigError,
+    Mem0Memory,
+    PhaseCost,
+    ProxyCall,
+    RecordingProxy,
+)
+from himga.integrations._proxy import _tokens
+from himga.llm import FakeLLMServer, word_count
+from himga.llm._protocol import ChatMessage
+from tests.network_guard import loopback_only
+
+__all__ = ["loopback_only"]  # the fixture, imported for pytestmark
+
+pytestmark = pytest.mark.usefixtures("loopback_only")
+
+
+def test_openai_and_anthropic_calls_are_counted_per_phase() -> None:
+    openai = pytest.importorskip("openai")
+    anthropic = pytest.importorskip("anthropic")
+    with FakeLLMServer() as server, RecordingProxy(server.base_url) as proxy:
+        chat = openai.OpenAI(base_url=proxy.openai_base_url, api_key="k", max_retries=0)
+        claude = anthropic.Anthropic(base_url=proxy.anthropic_base_url, api_key="k", max_retries=0)
+        with proxy.phase("answering"):
+            reply = chat.chat.completions.create(
+                model="m", messages=[{"role": "user", "content": "one two three"}]
+            )
+        with proxy.phase("judging"):
+            claude.messages.create(
+                model="m", max_tokens=5, messages=[{"role": "user", "content": "four five"}]
+            )
+            claude.messages.create(
+                model="m", max_tokens=5, messages=[{"role": "user", "content": "six"}]
+            )
+        chat.chat.completions.create(model="m", messages=[{"role": "user", "content": "x"}])
+        calls = proxy.calls
+    assert reply.choices[0].message.content == "echo: one two three"  # returned unchanged
+    assert [(c.phase, c.api, c.status) for c in calls] == [
+        ("answering", "chat", 200),
+        ("judging", "messages", 200),
+        ("judging", "messages", 200),
+        ("unattributed", "chat", 200),
+    ]
+    assert calls[0].input_tokens == word_count("one two three")
+    assert calls[0].output_tokens == word_count("echo: one two three")
+    summary = CostSummary.of(calls)
+    assert [cost.phase for cost in summary.phases] == ["answering", "judging", "unattributed"]
+    judging = summary["judging"]
+    assert (judging.calls, judging.errors, judging.unmetered) == (2, 0, 0)
+    assert judging.input_tokens == word_count("four five") + word_count("six")
+    assert judging.seconds == pytest.approx(calls[1].seconds + calls[2].seconds)
+    assert summary["ingest"] == PhaseCost("ingest", 0, 0, 0, 0, 0, 0.0)
+    assert json.loads(json.dumps(summary.to_json()))[0]["calls"] == 1
+
+
+def test_mem0_ingest_cost_is_its_own_phase() -> None:
+    def extract(messages: list[ChatMessage]) -> str:
+        return json.dumps({"memory": [{"text": "Caroline hikes."}]})
+
+    with FakeLLMServer(responder=extract) as server, RecordingProxy(server.base_url) as proxy:
+        memory = Mem0Memory(infer=True, embedder="hash", llm_base_url=proxy.openai_base_url)
+        session = Session("s1", [], "8 May, 2023")
+        with proxy.phase("ingest"):
+            memory.ingest(Message("Caroline", "I went hiking.", "D1:1"), session)
+            memory.ingest(Message("Melanie", "Nice!", "D1:2"), session)
+        with proxy.phase("retrieval"):
+            hits = memory.search("hiking", 5)
+        summary = proxy.summary()
+    assert [hit.turn_id for hit in hits] == ["D1:1"]  # the second fact was a duplicate
+    assert summary["ingest"].calls == 2
+    assert summary["ingest"].input_tokens > 0
+    assert summary["retrieval"].calls == 0  # mem0 searches without its LLM
+
+
+def test_an_unreachable_upstream_is_a_recorded_502() -> None:
+    openai = pytest.importorskip("openai")
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]  # closed once the block ends: nothing listens
+    with RecordingProxy(f"http://127.0.0.1:{port}") as proxy:
+        chat = openai.OpenAI(base_url=proxy.openai_base_url, api_key="k", max_retries=0)
+        with proxy.phase("ingest"), pytest.raises(openai.APIStatusError, match="unreachable"):
+            chat.chat.completions.create(model="m", messages=[{"role": "user", "content": "x"}])
+        assert proxy.calls == [
+            ProxyCall(
+                "ingest", "chat", "/v1/chat/completions", 502, None, None, proxy.calls[0].seconds
+            )
+        ]
+    assert proxy.summary()["ingest"].errors == 1
+
+
+def test_usage_is_read_from_json_and_event_streams() -> None:
+    openai_json = b'{"usage": {"prompt_tokens": 7, "completion_tokens": 2}}'
+    assert _tokens(openai_json, "application/json") == (7, 2)
+    embeddings = b'{"data": [], "usage": {"prompt_tokens": 5, "total_tokens": 5}}'
+    assert _tokens(embeddings, "application/json") == (5, 0)
+    cached = b'{"usage": {"input_tokens": 3, "cache_read_input_tokens": 4, "output_tokens": 1}}'
+    assert _tokens(cached, "application/json") == (7, 1)
+    assert _tokens(b'{"choices": []}', "application/json") == (None, None)
+    assert _tokens(b"not json", "text/plain") == (None, None)
+    anthropic_stream = (
+        b'event: message_start\ndata: {"type": "message_start", "message": {"usage": '
+        b'{"input_tokens": 9, "output_tokens": 1}}}\n\n'
+        b'data: {"type": "content_block_delta"}\n\n'
+        b'data: {"type": "message_delta", "usage": {"output_tokens": 6}}\n\ndata: [DONE]\n'
+    )
+    assert _tokens(anthropic_stream, "text/event-stream; charset=utf-8") == (9, 6)
+    openai_stream = (
+        b'data: {"choices": [{"delta": {"content": "a"}}]}\n\n'
+        b'data: {"choices": [], "usage": {"prompt_tokens": 4, "completion_tokens": 3}}\n\n'
+        b"data: [DONE]\n\n"
+    )
+    assert _tokens(openai_stream, "text/event-stream") == (4, 3)
+
+
+def test_upstream_must_be_an_http_url() -> None:
+    with pytest.raises(IntegrationConfigError, match="upstream must be"):
+        RecordingProxy("127.0.0.1:8000")
+    with pytest.raises(RuntimeError, match="not running"):
+        _ = RecordingProxy("http://127.0.0.1:1").base_url
