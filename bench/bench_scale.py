@@ -212,7 +212,7 @@ def git_commit() -> str:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=(__doc__ or "bench_scale").splitlines()[0])
     parser.add_argument("--data-dir", type=Path, default=None, help="sets HIMGA_DATA_DIR")
     parser.add_argument("--sizes", type=int, nargs="+", default=list(SIZES))
     parser.add_argument("--largest", action="store_true", help=f"add {LARGEST:,} turns")

@@ -180,7 +180,7 @@ class RecordingProxy:
 
     Point the system under test at :attr:`openai_base_url` (or
     :attr:`anthropic_base_url`) instead of ``upstream`` (``http://`` or ``https://``,
-    e.g. a :class:`~himga.testing.llm_server.FakeLLMServer` or a provider's API);
+    e.g. a :class:`~himga.llm.FakeLLMServer` or a provider's API);
     every request is forwarded unchanged, path included, and its response returned
     unchanged (a streamed response is buffered, then returned whole). Calls are
     attributed to the phase set by :meth:`phase` when they arrive (``"unattributed"``
