@@ -5,7 +5,14 @@ variables; see ``docs/llm.md``.
 """
 
 from himga.llm._anthropic import AnthropicClient
-from himga.llm._cache import CacheSchemaError, CacheStats, CachingClient, LLMCache, cache_key
+from himga.llm._cache import (
+    CacheSchemaError,
+    CacheStats,
+    CachingClient,
+    HasCacheStats,
+    LLMCache,
+    cache_key,
+)
 from himga.llm._client import SDKClient
 from himga.llm._errors import LLMConfigError, LLMError, MissingAPIKeyError, UnknownProviderError
 from himga.llm._factory import (
@@ -20,7 +27,15 @@ from himga.llm._factory import (
     get_client,
 )
 from himga.llm._openai import OpenAIClient
-from himga.llm._protocol import ChatMessage, Completion, LLMClient
+from himga.llm._protocol import (
+    ChatMessage,
+    Completion,
+    HasBaseURL,
+    HasMaxRetries,
+    HasTemperature,
+    HasUsage,
+    LLMClient,
+)
 from himga.llm._usage import TokenUsage
 
 __all__ = [
@@ -38,6 +53,11 @@ __all__ = [
     "CachingClient",
     "ChatMessage",
     "Completion",
+    "HasBaseURL",
+    "HasCacheStats",
+    "HasMaxRetries",
+    "HasTemperature",
+    "HasUsage",
     "LLMCache",
     "LLMClient",
     "LLMConfigError",
