@@ -21,12 +21,12 @@ from typing import Any
 import pytest
 
 from himga._cli import main
-from himga._cli._merge import PER_RUN_FIELDS
 from himga._extras import MissingExtraError
 from himga.data import Sample, load_dataset
 from himga.eval import AgentSpec, RayExecutor, WorkerStartError, compute_metrics, run_eval
 from himga.eval._ray import _ray
 from himga.llm import ChatMessage
+from himga.runs import PER_RUN_FIELDS
 from himga.testing.llm_server import FakeLLMServer
 
 TIMINGS = ("retrieval_latency_s", "latency_s")

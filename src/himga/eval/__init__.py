@@ -6,7 +6,8 @@ BLEU-1, exact match) and :mod:`himga.eval.judge` (LLM-as-judge).
 
 from himga.eval._aggregate import compute_metrics, context_containment, question_scores
 from himga.eval._checkpoint import CheckpointError, CheckpointMismatchError
-from himga.eval._identity import RunIdentity
+from himga.eval._identity import SEARCH_K, RunIdentity, run_identity
+from himga.eval._ledger import DuplicateQuestionError
 from himga.eval._longmemeval_retrieval import (
     LONGMEMEVAL_KS,
     longmemeval_retrieval_metrics,
@@ -14,6 +15,7 @@ from himga.eval._longmemeval_retrieval import (
     session_sizes,
     turn_retrieval,
 )
+from himga.eval._options import EvalOptions
 from himga.eval._ranking import (
     RANK_KS,
     all_evidence_recall_at_k,
@@ -21,8 +23,9 @@ from himga.eval._ranking import (
     ndcg_at_k,
 )
 from himga.eval._ray import RayExecutor, WorkerStartError
+from himga.eval._redact import redact
 from himga.eval._result import EvalResult, MemoryCallError
-from himga.eval._run import SEARCH_K, DuplicateQuestionError, arun_eval, run_eval, run_identity
+from himga.eval._run import arun_eval, run_eval
 from himga.eval._shard import Shard, ShardSpecError
 from himga.eval._spec import AgentSpec, AgentSpecError
 from himga.eval.judge import JudgeScores, abatch_judge, batch_judge
@@ -36,6 +39,7 @@ __all__ = [
     "CheckpointError",
     "CheckpointMismatchError",
     "DuplicateQuestionError",
+    "EvalOptions",
     "EvalResult",
     "JudgeScores",
     "MemoryCallError",
@@ -54,6 +58,7 @@ __all__ = [
     "longmemeval_retrieval_metrics",
     "ndcg_at_k",
     "question_scores",
+    "redact",
     "run_eval",
     "run_identity",
     "session_retrieval",
