@@ -29,9 +29,10 @@ REDACTED = "***"
 
 _CREDENTIAL = r"(?:api[-_]?key|key|token|access[-_]?token|secret|password|sig|signature)"
 _QUERY = re.compile(rf"([?&]{_CREDENTIAL}=)[^&#\s'\"]+", re.IGNORECASE)
+# A header as printed (``Authorization: Bearer x``) or in a dict repr (``'x-api-key': 'x'``).
 _HEADER = re.compile(
-    r"((?:authorization|proxy-authorization|x-api-key|api-key)['\"]?\s*[:=]\s*['\"]?"
-    r"(?:bearer\s+|basic\s+)?)[^\s'\",}]+",
+    r"(\b(?:proxy-)?(?:authorization|x-api-key|api-key)['\"]?\s*:\s*['\"]?"
+    r"(?:bearer\s+|basic\s+)?)[^\s'\",;)}\]]+",
     re.IGNORECASE,
 )
 _USERINFO = re.compile(r"(\b[a-z][a-z0-9+.-]*://)[^/\s@]+@", re.IGNORECASE)
