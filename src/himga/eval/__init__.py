@@ -15,7 +15,7 @@ from himga.eval._longmemeval_retrieval import (
     session_sizes,
     turn_retrieval,
 )
-from himga.eval._options import EvalOptions
+from himga.eval._options import EvalOptions, Executor
 from himga.eval._ranking import (
     RANK_KS,
     all_evidence_recall_at_k,
@@ -41,6 +41,7 @@ __all__ = [
     "DuplicateQuestionError",
     "EvalOptions",
     "EvalResult",
+    "Executor",
     "JudgeScores",
     "MemoryCallError",
     "RayExecutor",

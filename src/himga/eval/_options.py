@@ -4,17 +4,30 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, TypedDict
+from typing import Any, Protocol, TypedDict
 
+from himga.data.schema import Sample
 from himga.eval._identity import SEARCH_K, RunIdentity
+from himga.eval._result import EvalResult
+from himga.eval._spec import AgentSpec
 from himga.memory._protocol import BaseMemory
 
-if TYPE_CHECKING:
-    from himga.eval._ray import RayExecutor
+__all__ = ["EvalOptions", "EvalSettings", "Executor"]
 
-__all__ = ["EvalOptions", "EvalSettings"]
+
+class Executor(Protocol):
+    """Where an evaluation runs when not here (:class:`~himga.eval.RayExecutor`): it builds
+    the agent from ``spec`` where it runs, and returns what evaluating it here with
+    ``options`` would, one result per question in order, recorded in
+    ``options.checkpoint`` (a ``Ledger`` does the bookkeeping)."""
+
+    def run(
+        self, samples: Iterable[Sample], spec: AgentSpec, options: EvalOptions
+    ) -> list[EvalResult]:
+        """Evaluate every question of ``samples``."""
+        ...
 
 
 @dataclass(frozen=True)
@@ -29,7 +42,8 @@ class EvalOptions:
     * ``max_concurrency``: LLM calls in flight (default: the client's);
     * ``memory_timeout``: seconds after which a memory call fails; ``memory_factory``:
       where a fresh memory comes from when one is stuck in a timed-out call;
-    * ``executor``: where the work runs (:class:`~himga.eval.RayExecutor`; ``None``: here);
+    * ``executor``: where the work runs (an :class:`Executor` such as
+      :class:`~himga.eval.RayExecutor`; ``None``: here);
     * ``show_progress``: a progress bar on stderr.
     """
 
@@ -39,7 +53,7 @@ class EvalOptions:
     memory_timeout: float | None = None
     memory_factory: Callable[[], BaseMemory] | None = None
     identity: RunIdentity | None = None
-    executor: RayExecutor | None = None
+    executor: Executor | None = None
     search_k: int = SEARCH_K
 
     def __post_init__(self) -> None:
@@ -70,5 +84,5 @@ class EvalSettings(TypedDict, total=False):
     memory_timeout: float | None
     memory_factory: Callable[[], BaseMemory] | None
     identity: RunIdentity | None
-    executor: RayExecutor | None
+    executor: Executor | None
     search_k: int
