@@ -88,9 +88,9 @@ def _imports(module: Path) -> set[str]:
     """Every himga.eval module ``module`` imports, at the top, in a function or for typing."""
     found = set()
     for node in ast.walk(ast.parse(module.read_text("utf-8"))):
-        module = node.module or "" if isinstance(node, ast.ImportFrom) else ""
-        if module.startswith("himga.eval."):
-            found.add(module.rpartition(".")[2])
+        name = node.module or "" if isinstance(node, ast.ImportFrom) else ""
+        if name.startswith("himga.eval."):
+            found.add(name.rpartition(".")[2])
     return found
 
 
