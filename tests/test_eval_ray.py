@@ -254,6 +254,25 @@ def test_himga_eval_ray_writes_the_local_run_directory(
     assert differing <= {f.split(".")[0] for f in PER_RUN_FIELDS}
 
 
+def test_with_an_llm_cache_a_rerun_on_ray_sends_no_request(
+    cluster: Any, samples: list[Sample], tmp_path: Path
+) -> None:
+    with FakeLLMServer(responder=_responder) as server:
+        settings = {"base_url": server.openai_base_url, "cache": str(tmp_path / "llm.sqlite")}
+        spec = AgentSpec(memory="keyword", llm="openai", model="m", llm_settings=settings)
+        runs = []
+        for _ in range(2):
+            before = server.request_count
+            results = run_eval(
+                samples[:1], agent=spec, executor=RayExecutor(num_workers=2), show_progress=False
+            )
+            runs.append((server.request_count - before, results))
+    (first, cold), (second, warm) = runs
+    assert first == len(cold) > 0  # one answer per question, none judged
+    assert second == 0  # every worker answered from the shared cache file
+    assert [r.prediction for r in warm] == [r.prediction for r in cold]
+
+
 def test_without_ray_installed_the_error_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "ray", None)
     with pytest.raises(MissingExtraError, match=r"himga\[ray\]"):
