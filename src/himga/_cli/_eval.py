@@ -275,48 +275,13 @@ def _evaluate(args: argparse.Namespace) -> int:
     outcome = evaluate_run(
         request, notify=lambda note: print(f"himga eval: {note}", file=sys.stderr)
     )
-    metrics = outcome.metrics
-    out = outcome.out
     if outcome.resumed:
         print(f"resumed {outcome.resumed} of {outcome.planned} results from the checkpoint")
-    print(format_table(metrics))
-    counts = metrics["counts"]
-    judged = outcome.manifest.judge is not None
-    print(
-        f"{counts['questions']} questions, {counts['memory_errors']} memory errors, "
-        f"{counts['answered']} answered, {counts['errors']} LLM errors"
-        + (f", {counts['judge_errors']} judge errors" if judged else "")
-        + f"; wrote {out}/results.jsonl, metrics.json, manifest.json"
-    )
-    for failure in metrics["memory_errors"][:3]:
-        print(
-            f"memory error: {failure['sample_id']} {failure['question_id']}: "
-            f"{failure['method']} raised {failure['type']}: {failure['message']}",
-            file=sys.stderr,
-        )
-    if counts["memory_errors"]:
-        print(
-            f"himga eval: incomplete: {counts['memory_errors']} questions failed in the memory "
-            f"(listed in metrics.json, excluded from the metrics)",
-            file=sys.stderr,
-        )
-    for error in metrics["errors"][:3]:
-        # Failed calls are reported, never scored; rerunning with --resume retries them.
-        print(
-            f"error: {error['sample_id']} {error['question_id']}: {error['error']}", file=sys.stderr
-        )
-    if counts["errors"]:
-        print(
-            f"himga eval: incomplete: {counts['errors']} LLM calls failed after retries "
-            f"(listed in metrics.json); rerun with --out {out} --resume to retry them",
-            file=sys.stderr,
-        )
-    if counts.get("judge_errors"):
-        print(
-            f"himga eval: incomplete: {counts['judge_errors']} answers could not be judged "
-            f"(the judge call failed or named no verdict; judge_error in results.jsonl)",
-            file=sys.stderr,
-        )
+    print(format_table(outcome.metrics))
+    for line in outcome.summary():
+        print(line)
+    for line in outcome.problems():
+        print(line, file=sys.stderr)
     return EXIT_INCOMPLETE if outcome.incomplete else 0
 
 
