@@ -8,6 +8,7 @@ import sqlite3
 import sys
 import warnings
 from collections.abc import Mapping
+from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
@@ -245,26 +246,13 @@ def _evaluate(args: argparse.Namespace) -> int:
     from himga.memory import parse_memory_arguments
     from himga.runs import EvalRequest, evaluate_run
 
+    # The options named as the request's fields pass as they are; the others are spelled out.
+    same = {f.name: getattr(args, f.name) for f in fields(EvalRequest) if hasattr(args, f.name)}
     request = EvalRequest(
-        dataset=args.dataset,
-        data_path=args.data_path,
-        memory=args.memory,
+        **same,
         memory_arguments=parse_memory_arguments(args.memory_arg),
-        memory_timeout=args.memory_timeout,
         preflight=not args.no_preflight,
-        llm=args.llm,
-        model=args.model,
-        llm_cache=args.llm_cache,
-        limit=args.limit,
-        out=args.out,
-        resume=args.resume,
-        fresh=args.fresh,
-        judge=args.judge,
-        concurrency=args.concurrency,
         show_progress=not args.no_progress,
-        shard=args.shard,
-        ray=args.ray,
-        workers=args.workers,
         worker_resources=dict(args.worker_resource),
         arguments={
             name: value if value is None or isinstance(value, (int, float, bool)) else str(value)

@@ -8,8 +8,10 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass, field, fields
+from typing import Any, ClassVar, cast
+
+from typing_extensions import Self
 
 from himga._errors import HimgaError
 
@@ -40,12 +42,51 @@ def _kind(kind: type | tuple[type, ...]) -> str:
 _OBJECT = (dict, type(None))
 _INT = (int, type(None))
 _STR = (str, type(None))
+_Kinds = Mapping[str, "type | tuple[type, ...]"]
+# Field names that are not the JSON key (``class`` is a keyword).
+_KEYS = {"class_name": "class"}
+
+
+class _Record:
+    """A section of the manifest: a frozen dataclass whose fields are JSON keys, in order,
+    read back with each field's JSON type checked (``_KINDS``) under the name ``_SECTION``."""
+
+    _SECTION: ClassVar[str]
+    _KINDS: ClassVar[_Kinds]
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready, in manifest order."""
+        found: dict[str, Any] = {}
+        for f in fields(cast(Any, self)):
+            value = getattr(self, f.name)
+            found[_KEYS.get(f.name, f.name)] = dict(value) if isinstance(value, Mapping) else value
+        return found
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Self:
+        """The inverse of :meth:`to_dict`; :class:`ManifestError` naming a bad field."""
+        return cls(
+            **{
+                f.name: _get(data, _KEYS.get(f.name, f.name), cls._KINDS[f.name], cls._SECTION)
+                for f in fields(cast(Any, cls))
+            }
+        )
 
 
 @dataclass(frozen=True)
-class DatasetInfo:
+class DatasetInfo(_Record):
     """The data of a run: ``name``, file ``path`` and its ``sha256``, the ``--limit``, and how
     many ``samples`` and ``questions`` the run covered."""
+
+    _SECTION = "dataset"
+    _KINDS: ClassVar[_Kinds] = {
+        "name": str,
+        "path": str,
+        "sha256": str,
+        "limit": _INT,
+        "samples": int,
+        "questions": int,
+    }
 
     name: str
     path: str
@@ -54,36 +95,27 @@ class DatasetInfo:
     samples: int
     questions: int
 
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready, in manifest order."""
-        return {
-            "name": self.name,
-            "path": self.path,
-            "sha256": self.sha256,
-            "limit": self.limit,
-            "samples": self.samples,
-            "questions": self.questions,
-        }
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> DatasetInfo:
-        """The inverse of :meth:`to_dict`; :class:`ManifestError` naming a bad field."""
-        w = "dataset"
-        return cls(
-            name=_get(data, "name", str, w),
-            path=_get(data, "path", str, w),
-            sha256=_get(data, "sha256", str, w),
-            limit=_get(data, "limit", _INT, w),
-            samples=_get(data, "samples", int, w),
-            questions=_get(data, "questions", int, w),
-        )
-
 
 @dataclass(frozen=True)
-class MemoryInfo:
+class MemoryInfo(_Record):
     """The memory of a run: its ``spec`` and resolved ``target``, constructor ``arguments``,
-    ``class_name`` (``module:qualname``) and ``repr``, the ``distribution`` and ``version``
-    that provide it, its source hash and file count, and the per-call ``timeout_s``."""
+    ``class_name`` (``module:qualname``; ``class`` in JSON) and ``repr``, the
+    ``distribution`` and ``version`` that provide it, its source hash and file count, and
+    the per-call ``timeout_s``."""
+
+    _SECTION = "memory"
+    _KINDS: ClassVar[_Kinds] = {
+        "spec": str,
+        "target": str,
+        "arguments": dict,
+        "class_name": str,
+        "repr": _STR,
+        "distribution": _STR,
+        "version": _STR,
+        "source_sha256": str,
+        "source_files": int,
+        "timeout_s": (int, float, type(None)),
+    }
 
     spec: str
     target: str
@@ -102,58 +134,17 @@ class MemoryInfo:
         arguments = " ".join(f"{k}={v}" for k, v in self.arguments.items())
         return " ".join(part for part in (self.spec, arguments) if part)
 
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready, in manifest order (``class_name`` as ``class``)."""
-        return {
-            "spec": self.spec,
-            "target": self.target,
-            "arguments": dict(self.arguments),
-            "class": self.class_name,
-            "repr": self.repr,
-            "distribution": self.distribution,
-            "version": self.version,
-            "source_sha256": self.source_sha256,
-            "source_files": self.source_files,
-            "timeout_s": self.timeout_s,
-        }
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> MemoryInfo:
-        """The inverse of :meth:`to_dict`; :class:`ManifestError` naming a bad field."""
-        w = "memory"
-        return cls(
-            spec=_get(data, "spec", str, w),
-            target=_get(data, "target", str, w),
-            arguments=_get(data, "arguments", dict, w),
-            class_name=_get(data, "class", str, w),
-            repr=_get(data, "repr", _STR, w),
-            distribution=_get(data, "distribution", _STR, w),
-            version=_get(data, "version", _STR, w),
-            source_sha256=_get(data, "source_sha256", str, w),
-            source_files=_get(data, "source_files", int, w),
-            timeout_s=_get(data, "timeout_s", (int, float, type(None)), w),
-        )
-
 
 @dataclass(frozen=True)
-class ShardInfo:
+class ShardInfo(_Record):
     """Shard ``index`` of ``count`` (0-based); ``file`` holds what the whole run covers."""
+
+    _SECTION = "shard"
+    _KINDS: ClassVar[_Kinds] = {"index": int, "count": int, "file": str}
 
     index: int
     count: int
     file: str = "shard.json"
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready."""
-        return {"index": self.index, "count": self.count, "file": self.file}
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> ShardInfo:
-        """The inverse of :meth:`to_dict`."""
-        w = "shard"
-        return cls(
-            _get(data, "index", int, w), _get(data, "count", int, w), _get(data, "file", str, w)
-        )
 
 
 @dataclass(frozen=True)
