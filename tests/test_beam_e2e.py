@@ -16,9 +16,8 @@ from himga.benchmarks import _registry, get_benchmark
 from himga.benchmarks.beam import BeamBenchmark, BeamJudge
 from himga.data import load_dataset
 from himga.eval import batch_judge, compute_metrics, run_eval
-from himga.llm import ChatMessage, get_client
+from himga.llm import ChatMessage, FakeLLMServer, get_client
 from himga.memory import BM25Memory
-from himga.testing.llm_server import FakeLLMServer
 
 SHARED = Path(__file__).resolve().parent.parent.parent / "shared" / "datasets"
 

@@ -24,9 +24,8 @@ from himga.benchmarks import (
 )
 from himga.data import DatasetNotFoundError, load_dataset, resolve_dataset
 from himga.eval import compute_metrics, format_table, get_metric, run_eval
-from himga.llm import ChatMessage
+from himga.llm import ChatMessage, FakeLLMServer
 from himga.memory import BM25Memory
-from himga.testing.llm_server import FakeLLMServer
 from tests.external_benchmark import PROMPT, ToyQA, write_toyqa
 from tests.test_eval_support import make_result
 

@@ -12,9 +12,8 @@ from himga.agent import BaseAgent
 from himga.benchmarks.locomo_plus import PROMPTS
 from himga.data import load_dataset
 from himga.eval import batch_judge, compute_metrics, run_eval
-from himga.llm import ChatMessage, get_client
+from himga.llm import ChatMessage, FakeLLMServer, get_client
 from himga.memory import BM25Memory
-from himga.testing.llm_server import FakeLLMServer
 from tests.test_benchmarks_locomo_plus import shared_plus  # noqa: F401  (fixture)
 
 _COGNITIVE_HEAD = PROMPTS["Cognitive"].split("{evidence}")[0]
