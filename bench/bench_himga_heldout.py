@@ -49,7 +49,6 @@ from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
-from himga._cli._compare import _p, _value
 from himga.agent import BaseAgent
 from himga.benchmarks.longmemeval import longmemeval_retrieval_metrics, session_sizes
 from himga.data import Sample, Session, load_dataset
@@ -62,6 +61,7 @@ from himga.eval import (
 from himga.eval._aggregate import question_scores
 from himga.eval._paired import DEFAULT_RESAMPLES, paired_differences
 from himga.memory import BM25Memory, DenseMemory, HiMGAMemory, HybridMemory
+from himga.runs import format_p_value, nan_if_none
 
 KS = (5, 10, 25, 50)
 OFFICIAL = ("recall_any@5", "recall_any@10", "recall_all@10", "ndcg_any@10")
@@ -112,7 +112,7 @@ def margin(results: list[EvalResult], baseline: list[EvalResult]) -> dict[int, d
         rows = {}
         for result in run:
             scores = question_scores(result)
-            rows[result.key] = [_value(scores[f"recall@{k}"]) for k in KS]
+            rows[result.key] = [nan_if_none(scores[f"recall@{k}"]) for k in KS]
         return rows
 
     mine, theirs = matrix(results), matrix(baseline)
@@ -197,7 +197,7 @@ def main() -> None:
     for name, by_k in margins.items():
         cells = " | ".join(
             f"{100 * d['difference']:+.1f} [{100 * d['ci_low']:+.1f}, {100 * d['ci_high']:+.1f}]"
-            f", p {_p(d['p_value'], DEFAULT_RESAMPLES)}"
+            f", p {format_p_value(d['p_value'], DEFAULT_RESAMPLES)}"
             for d in by_k.values()
         )
         print(f"| {name} | {cells} |")

@@ -21,12 +21,12 @@ from typing import Any
 import pytest
 
 from himga._cli import main
-from himga._cli._merge import PER_RUN_FIELDS
 from himga._extras import MissingExtraError
 from himga.data import Sample, load_dataset
 from himga.eval import AgentSpec, RayExecutor, WorkerStartError, compute_metrics, run_eval
 from himga.eval._ray import _ray
 from himga.llm import ChatMessage, FakeLLMServer
+from himga.runs import PER_RUN_FIELDS
 
 TIMINGS = ("retrieval_latency_s", "latency_s")
 LOOPBACK = {"127.0.0.1", "::1", "::ffff:127.0.0.1"}
@@ -251,6 +251,25 @@ def test_himga_eval_ray_writes_the_local_run_directory(
     assert manifests[0]["run_identity"] == manifests[1]["run_identity"]
     differing = {k for k in manifests[0] if manifests[0][k] != manifests[1][k]}
     assert differing <= {f.split(".")[0] for f in PER_RUN_FIELDS}
+
+
+def test_with_an_llm_cache_a_rerun_on_ray_sends_no_request(
+    cluster: Any, samples: list[Sample], tmp_path: Path
+) -> None:
+    with FakeLLMServer(responder=_responder) as server:
+        settings = {"base_url": server.openai_base_url, "cache": str(tmp_path / "llm.sqlite")}
+        spec = AgentSpec(memory="keyword", llm="openai", model="m", llm_settings=settings)
+        runs = []
+        for _ in range(2):
+            before = server.request_count
+            results = run_eval(
+                samples[:1], agent=spec, executor=RayExecutor(num_workers=2), show_progress=False
+            )
+            runs.append((server.request_count - before, results))
+    (first, cold), (second, warm) = runs
+    assert first == len(cold) > 0  # one answer per question, none judged
+    assert second == 0  # every worker answered from the shared cache file
+    assert [r.prediction for r in warm] == [r.prediction for r in cold]
 
 
 def test_without_ray_installed_the_error_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:

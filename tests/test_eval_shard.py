@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -13,9 +14,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from himga._cli import main
-from himga._cli._merge import PER_RUN_FIELDS
 from himga.eval._shard import Shard, ShardSpecError
 from himga.llm import ChatMessage, FakeLLMServer
+from himga.runs import PER_RUN_FIELDS
 
 # Timings differ between any two runs, local ones included.
 TIMINGS = ("retrieval_latency_s", "latency_s")
@@ -147,6 +148,14 @@ def test_merge_says_which_shard_is_missing_or_doubled(
     assert not (tmp_path / "m").exists()
 
 
+def _rewrite_results(run: Path, text: str) -> None:
+    """Replace a run's results.jsonl and the checksum its manifest records of it."""
+    (run / "results.jsonl").write_text(text, "utf-8")
+    manifest = json.loads((run / "manifest.json").read_text("utf-8"))
+    manifest["results_sha256"] = hashlib.sha256(text.encode("utf-8")).hexdigest()
+    (run / "manifest.json").write_text(json.dumps(manifest), "utf-8")
+
+
 def test_merge_says_which_question_is_missing_or_twice(
     two_shards: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -154,15 +163,20 @@ def test_merge_says_which_question_is_missing_or_twice(
     shutil.copytree(two_shards / "s1", broken)
     lines = (broken / "results.jsonl").read_text("utf-8").splitlines(keepends=True)
     gone = json.loads(lines[-1])
-    (broken / "results.jsonl").write_text("".join(lines[:-1]), "utf-8")
+    _rewrite_results(broken, "".join(lines[:-1]))
     err = _merge_error(capsys, str(two_shards / "s0"), str(broken), "--out", str(tmp_path / "m"))
     assert (
         f"1 question(s) missing from every shard: {gone['sample_id']}/{gone['question_id']}" in err
     )
 
-    (broken / "results.jsonl").write_text("".join([*lines, lines[0]]), "utf-8")
+    _rewrite_results(broken, "".join([*lines, lines[0]]))
     err = _merge_error(capsys, str(two_shards / "s0"), str(broken), "--out", str(tmp_path / "m"))
     assert "appears twice" in err
+
+    # Edited behind the manifest's back: refused before anything is merged.
+    (broken / "results.jsonl").write_text("".join(lines[:-1]), "utf-8")
+    err = _merge_error(capsys, str(two_shards / "s0"), str(broken), "--out", str(tmp_path / "m"))
+    assert "does not match the SHA-256 recorded in manifest.json" in err
 
 
 def test_merge_refuses_shards_of_another_run_or_dataset(

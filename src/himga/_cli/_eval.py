@@ -3,54 +3,21 @@
 from __future__ import annotations
 
 import argparse
-import dataclasses
-import hashlib
-import json
 import os
-import platform
+import sqlite3
 import sys
-import time
 import warnings
-from collections.abc import Mapping, Sequence
-from datetime import datetime, timezone
+from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
-import himga
-from himga._cli._preflight import PreflightReport, preflight
-from himga._errors import HimgaError
-from himga.agent import BaseAgent, prompt_hashes
-from himga.eval import (
-    EvalResult,
-    JudgeScores,
-    RunIdentity,
-    batch_judge,
-    compute_metrics,
-    format_table,
-    run_eval,
-)
-from himga.eval._run import memory_config
-from himga.eval.judge import prompt_hashes as judge_prompt_hashes
-from himga.llm._client import public_url
+from himga.eval import format_table
+from himga.eval._redact import redact
 
-__all__ = ["register", "run"]
+__all__ = ["EXIT_INCOMPLETE", "register", "run"]
 
-#: Exit status of a run that finished with some questions failed (memory or LLM errors).
+#: Exit status of a run that finished with some questions failed (memory, LLM or judge errors).
 EXIT_INCOMPLETE = 3
-# The files of a run directory (--fresh removes them).
-_RUN_FILES = (
-    "checkpoint.jsonl",
-    "judge_cache.json",
-    "results.jsonl",
-    "metrics.json",
-    "manifest.json",
-    "shard.json",
-    "report.md",  # himga report: it would describe the discarded run
-    "report.png",
-)
-
-# Environment variables whose values must never be written anywhere.
-_SECRET_ENV = ("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "ANTHROPIC_AUTH_TOKEN")
 
 
 def register(commands: Any) -> None:
@@ -62,8 +29,8 @@ def register(commands: Any) -> None:
             "answer and judge. Prints a per-category table; writes results.jsonl, "
             "metrics.json and manifest.json into --out. A pre-flight check of the memory "
             "runs first. Exit status: 0 complete, 2 usage, configuration or pre-flight "
-            f"error, {EXIT_INCOMPLETE} finished but incomplete (a memory or LLM call failed "
-            "on some questions: recorded per question, excluded from the metrics)."
+            f"error, {EXIT_INCOMPLETE} finished but incomplete (a memory, LLM or judge call "
+            "failed on some questions: recorded per question, excluded from the metrics)."
         ),
     )
     parser.add_argument("--dataset", default="locomo", help="dataset name (default: locomo)")
@@ -194,8 +161,31 @@ def _positive_float(text: str) -> float:
     return value
 
 
-class RunDirectoryError(HimgaError, ValueError):
-    """The run directory holds another run (or none to resume)."""
+def _usage_error(args: argparse.Namespace) -> str | None:
+    """What is wrong with the options on their own, before anything runs; ``None`` if nothing."""
+    for needs_llm in ("model", "llm_cache"):
+        if args.llm is None and getattr(args, needs_llm) is not None:
+            return f"--{needs_llm.replace('_', '-')} needs --llm"
+    if args.llm is None and args.judge:
+        return "--judge needs --llm"
+    if args.ray is None and (args.workers is not None or args.worker_resource):
+        return "--workers and --worker-resource need --ray"
+    for option in ("limit", "concurrency", "workers"):
+        value = getattr(args, option)
+        if value is not None and value < 1:
+            return f"--{option} must be >= 1, got {value}"
+    cache: Path | None = args.llm_cache
+    if cache is not None:
+        if cache.is_dir():
+            return f"--llm-cache {cache} is a directory: give the path of a SQLite file"
+        if cache.exists() and not os.access(cache, os.R_OK | os.W_OK):
+            return f"--llm-cache {cache} cannot be read and written (permissions)"
+        parent = cache.parent if str(cache.parent) else Path(".")
+        if not cache.exists() and not (parent.is_dir() and os.access(parent, os.W_OK)):
+            return f"--llm-cache {cache}: cannot create it in {parent} (missing or read-only)"
+    if args.out is not None and args.out.exists() and not args.out.is_dir():
+        return f"--out {args.out} is a file, not a run directory"
+    return None
 
 
 def run(args: argparse.Namespace) -> int:
@@ -204,22 +194,12 @@ def run(args: argparse.Namespace) -> int:
     from himga.eval import CheckpointError
     from himga.llm import LLMConfigError
     from himga.memory import MemoryLoadError
+    from himga.runs import PreflightFailedError, RunDirError, RunReadError
 
-    for needs_llm in ("model", "llm_cache"):
-        if args.llm is None and getattr(args, needs_llm) is not None:
-            print(f"himga eval: --{needs_llm.replace('_', '-')} needs --llm", file=sys.stderr)
-            return 2
-    if args.llm is None and args.judge:
-        print("himga eval: --judge needs --llm", file=sys.stderr)
+    problem = _usage_error(args)
+    if problem is not None:
+        print(f"himga eval: {problem}", file=sys.stderr)
         return 2
-    if args.ray is None and (args.workers is not None or args.worker_resource):
-        print("himga eval: --workers and --worker-resource need --ray", file=sys.stderr)
-        return 2
-    for option in ("limit", "concurrency", "workers"):
-        value = getattr(args, option)
-        if value is not None and value < 1:
-            print(f"himga eval: --{option} must be >= 1, got {value}", file=sys.stderr)
-            return 2
     expected = (
         CheckpointError,
         DatasetError,
@@ -227,7 +207,8 @@ def run(args: argparse.Namespace) -> int:
         LLMConfigError,
         MemoryLoadError,
         MissingExtraError,
-        RunDirectoryError,
+        RunDirError,
+        RunReadError,
         UnknownDatasetError,
     )
     with warnings.catch_warnings():
@@ -235,8 +216,17 @@ def run(args: argparse.Namespace) -> int:
         warnings.showwarning = _show_warning
         try:
             return _evaluate(args)
+        except PreflightFailedError as exc:
+            _print_preflight_failure(args, exc.report)
+            return 2
         except expected as exc:
-            print(_redact(f"himga eval: error: {exc}"), file=sys.stderr)
+            print(redact(f"himga eval: error: {exc}"), file=sys.stderr)
+            return 2
+        except (OSError, sqlite3.Error) as exc:
+            # The run directory or the LLM cache could not be written (full, read-only, gone).
+            what = getattr(exc, "filename", None) or "a file"
+            reason = getattr(exc, "strerror", None) or str(exc)
+            print(redact(f"himga eval: error: cannot write {what}: {reason}"), file=sys.stderr)
             return 2
 
 
@@ -252,233 +242,37 @@ def _show_warning(
 
 
 def _evaluate(args: argparse.Namespace) -> int:
-    from himga.benchmarks import get_benchmark
-    from himga.data import load_dataset, resolve_dataset
-    from himga.eval import AgentSpec, CheckpointMismatchError
-    from himga.eval._shard import coverage
-    from himga.memory import (
-        BaseMemory,
-        memory_provenance,
-        parse_memory_arguments,
-        resolve_memory,
-    )
+    from himga.memory import parse_memory_arguments
+    from himga.runs import EvalRequest, evaluate_run
 
-    started_at = _now()
-    started = time.perf_counter()
-    # Cheap failures (memory spec, pre-flight, API key) before the dataset is read or fetched.
-    resolved = resolve_memory(args.memory, parse_memory_arguments(args.memory_arg))
-    report = None
-    if not args.no_preflight:
-        report = preflight(resolved, timeout=args.memory_timeout)
-        if report.failed is not None:
-            _print_preflight_failure(args, report)
-            return 2
-        if report.limited:
-            print(
-                f"himga eval: pre-flight: only {', '.join(report.checked) or 'nothing'} "
-                f"checked ({report.limited})",
-                file=sys.stderr,
-            )
-    llm = None
-    if args.llm is not None:
-        from himga.llm import get_client
-
-        llm = get_client(args.llm, model=args.model, cache=args.llm_cache)
-
-    def create_memory() -> BaseMemory:
-        memory = resolved.create()
-        # A memory that builds with an LLM (MAGMA) uses the run's client, and its cache;
-        # so does the fresh instance that replaces one stuck in a timed-out call.
-        attach_llm = getattr(memory, "attach_llm", None)
-        if llm is not None and callable(attach_llm):
-            attach_llm(llm)
-        return memory
-
-    memory = create_memory()
-    judging = llm is not None and args.judge is not False
-    resolution = resolve_dataset(args.dataset, path=args.data_path)
-    dataset_sha256 = _checksum(resolution.path)
-    samples = load_dataset(args.dataset, path=resolution.path, limit=args.limit)
-    covered = coverage(samples)
-    if args.shard is not None:
-        samples = args.shard.select(samples)
-    out: Path = args.out or Path("runs") / started_at.replace(":", "").replace("-", "")
-    agent = BaseAgent(memory=memory, llm=llm)
-    provenance = memory_provenance(
-        [resolved.target.partition(":")[0].strip(), type(memory).__module__]
-    )
-    judge_identity = None
-    benchmark_judge = get_benchmark(args.dataset).judge
-    if judging:
-        assert llm is not None
-        temperature = getattr(llm, "temperature", None)
-        judge_identity = {
-            "provider": llm.provider,
-            "model": llm.model,
-            "temperature": temperature if isinstance(temperature, (int, float)) else None,
-            "prompt_hashes": judge_prompt_hashes(
-                benchmark_judge.prompts if benchmark_judge else {}
-            ),
-        }
-    spec = AgentSpec(
-        memory=args.memory, memory_arguments=resolved.arguments, llm=args.llm, model=args.model
-    )
-    identity = spec.run_identity(
-        agent, judge=judge_identity, dataset=args.dataset, dataset_sha256=dataset_sha256
-    )
-    checkpoint = out / "checkpoint.jsonl"
-    _prepare_run_directory(args, out, checkpoint)
-    keys = {(s.sample_id, qa.question_id) for s in samples for qa in s.qa_pairs}
-    resumed = _resumable(checkpoint, identity, keys) if args.resume else 0
-    if resumed:
-        print(f"resumed {resumed} of {len(keys)} results from the checkpoint")
-    show = not args.no_progress
-    if args.shard is not None:
-        _write_json(out / "shard.json", {"shard": str(args.shard), "covers": covered})
-    try:
-        if args.ray is not None:
-            results = run_eval(
-                samples,
-                agent=spec,
-                executor=_ray_executor(args),
-                show_progress=show,
-                checkpoint=checkpoint,
-                memory_timeout=args.memory_timeout,
-                identity=identity,
-            )
-        else:
-            results = run_eval(
-                samples,
-                agent=agent,
-                show_progress=show,
-                checkpoint=checkpoint,
-                max_concurrency=args.concurrency,
-                memory_timeout=args.memory_timeout,
-                memory_factory=create_memory,
-                identity=identity,
-            )
-    except CheckpointMismatchError as exc:
-        raise RunDirectoryError(f"{exc}; rerun with --fresh to start over in {out}") from exc
-    judge: JudgeScores | None = None
-    if judging:
-        assert llm is not None
-        # Verdicts persist beside the checkpoint, so a resumed run re-asks none.
-        cache_file = out / "judge_cache.json"
-        cache = json.loads(cache_file.read_text("utf-8")) if cache_file.exists() else {}
-        judge = batch_judge(
-            results, llm=llm, cache=cache, show_progress=show, max_concurrency=args.concurrency
-        )
-        cache_file.write_text(json.dumps(cache), "utf-8")
-    metrics = compute_metrics(results, judge)
-    wall = time.perf_counter() - started
-
-    _write_results(out / "results.jsonl", results, judge)
-    _write_json(out / "metrics.json", metrics)
-    arguments = {
-        name: value if value is None or isinstance(value, (int, float, bool)) else str(value)
-        for name, value in sorted(vars(args).items())
-        if name not in ("handler", "command", "memory_arg", "worker_resource")
-    }
-    arguments["judge"] = judge is not None
-    manifest = {
-        "himga_version": himga.__version__,
-        "arguments": arguments,
-        "started_at": started_at,
-        "finished_at": _now(),
-        "wall_time_s": round(wall, 3),
-        "dataset": {
-            "name": args.dataset,
-            "path": str(resolution.path),
-            "sha256": dataset_sha256,
-            "limit": args.limit,
-            "samples": len(samples),
-            "questions": len(results),
+    # The options named as the request's fields pass as they are; the others are spelled out.
+    same = {f.name: getattr(args, f.name) for f in fields(EvalRequest) if hasattr(args, f.name)}
+    request = EvalRequest(
+        **same,
+        memory_arguments=parse_memory_arguments(args.memory_arg),
+        preflight=not args.no_preflight,
+        show_progress=not args.no_progress,
+        worker_resources=dict(args.worker_resource),
+        arguments={
+            name: value if value is None or isinstance(value, (int, float, bool)) else str(value)
+            for name, value in sorted(vars(args).items())
+            if name not in ("handler", "command", "memory_arg", "worker_resource")
         },
-        "memory": {
-            "spec": args.memory,
-            "target": resolved.target,
-            "arguments": dict(resolved.arguments),
-            "class": f"{type(memory).__module__}:{type(memory).__qualname__}",
-            "repr": memory_config(memory),
-            "distribution": provenance.distribution,
-            "version": provenance.version,
-            "source_sha256": provenance.source_sha256,
-            "source_files": len(provenance.files),
-            "timeout_s": args.memory_timeout,
-        },
-        "preflight": None if report is None else report.describe(),
-        "run_identity": identity.fingerprint,
-        "shard": None
-        if args.shard is None
-        else {"index": args.shard.index, "count": args.shard.count, "file": "shard.json"},
-        "resumed": resumed,
-        "llm": _describe_llm(llm, args.concurrency),
-        "prompt_hashes": {"answer": prompt_hashes()},
-        "judge": None if judge is None else judge.describe(),
-        "tokens": {
-            "answer_input": sum(r.input_tokens for r in results),
-            "answer_output": sum(r.output_tokens for r in results),
-            "client_usage_this_invocation": _usage(llm),
-        },
-        "counts": metrics["counts"],
-        "python": platform.python_version(),
-        "platform": platform.platform(),
-    }
-    if judge is not None:
-        manifest["prompt_hashes"]["judge"] = judge.prompt_hashes
-    _write_json(out / "manifest.json", manifest)
-    print(_redact(format_table(metrics, dataset=args.dataset)))
-    counts = metrics["counts"]
-    print(
-        f"{counts['questions']} questions, {counts['memory_errors']} memory errors, "
-        f"{counts['answered']} answered, {counts['errors']} LLM errors; "
-        f"wrote {out}/results.jsonl, metrics.json, manifest.json"
     )
-    for failure in metrics["memory_errors"][:3]:
-        print(
-            _redact(
-                f"memory error: {failure['sample_id']} {failure['question_id']}: "
-                f"{failure['method']} raised {failure['type']}: {failure['message']}"
-            ),
-            file=sys.stderr,
-        )
-    if counts["memory_errors"]:
-        print(
-            f"himga eval: incomplete: {counts['memory_errors']} questions failed in the memory "
-            f"(listed in metrics.json, excluded from the metrics)",
-            file=sys.stderr,
-        )
-    for error in metrics["errors"][:3]:
-        # Failed calls are reported, never scored; rerunning with --resume retries them.
-        print(
-            _redact(f"error: {error['sample_id']} {error['question_id']}: {error['error']}"),
-            file=sys.stderr,
-        )
-    if counts["errors"]:
-        print(
-            f"himga eval: incomplete: {counts['errors']} LLM calls failed after retries "
-            f"(listed in metrics.json); rerun with --out {out} --resume to retry them",
-            file=sys.stderr,
-        )
-    return EXIT_INCOMPLETE if counts["errors"] or counts["memory_errors"] else 0
-
-
-def _ray_executor(args: argparse.Namespace) -> Any:
-    from himga.eval import RayExecutor
-
-    if args.worker_resource:
-        return RayExecutor(
-            address=args.ray,
-            num_workers=args.workers or 2,
-            llm_concurrency_total=args.concurrency,
-            worker_resources=dict(args.worker_resource),
-        )
-    return RayExecutor(
-        address=args.ray, num_workers=args.workers or 2, llm_concurrency_total=args.concurrency
+    outcome = evaluate_run(
+        request, notify=lambda note: print(f"himga eval: {note}", file=sys.stderr)
     )
+    if outcome.resumed:
+        print(f"resumed {outcome.resumed} of {outcome.planned} results from the checkpoint")
+    print(format_table(outcome.metrics, dataset=args.dataset))
+    for line in outcome.summary():
+        print(line)
+    for line in outcome.problems():
+        print(line, file=sys.stderr)
+    return EXIT_INCOMPLETE if outcome.incomplete else 0
 
 
-def _print_preflight_failure(args: argparse.Namespace, report: PreflightReport) -> None:
+def _print_preflight_failure(args: argparse.Namespace, report: Any) -> None:
     lines = [f"himga eval: pre-flight failed: memory {args.memory!r} breaks [{report.failed}]:"]
     lines.append(f"  {report.problem}")
     if report.reproducer:
@@ -487,110 +281,4 @@ def _print_preflight_failure(args: argparse.Namespace, report: PreflightReport) 
     lines.append(
         f"  see every contract: himga check {args.memory}  (or skip this check: --no-preflight)"
     )
-    print(_redact("\n".join(lines)), file=sys.stderr)
-
-
-def _prepare_run_directory(args: argparse.Namespace, out: Path, checkpoint: Path) -> None:
-    """Refuse to mix runs: an existing run needs --resume or --fresh; --fresh clears it."""
-    exists = checkpoint.is_file()
-    if args.fresh:
-        for name in _RUN_FILES:
-            (out / name).unlink(missing_ok=True)
-    elif args.resume and not exists:
-        raise RunDirectoryError(f"--resume: {out} holds no run to resume (no {checkpoint.name})")
-    elif exists and not args.resume:
-        raise RunDirectoryError(
-            f"{out} already holds a run: pass --resume to continue it or --fresh to start over"
-        )
-    out.mkdir(parents=True, exist_ok=True)
-
-
-def _resumable(checkpoint: Path, identity: RunIdentity, keys: set[tuple[str, str]]) -> int:
-    """How many of ``keys`` the checkpoint holds finished; raises if it is another run's."""
-    from himga.eval import CheckpointMismatchError
-    from himga.eval._checkpoint import Checkpoint
-
-    store = Checkpoint(checkpoint, identity.to_dict())
-    try:
-        done = store.open()
-    except CheckpointMismatchError as exc:
-        raise RunDirectoryError(
-            f"{exc}; rerun with --fresh to start over in {checkpoint.parent}"
-        ) from exc
-    finally:
-        store.close()
-    return sum(
-        key in keys and r.error is None and r.memory_error is None for key, r in done.items()
-    )
-
-
-def _now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="seconds")
-
-
-def _checksum(path: Path) -> str:
-    """SHA-256 of the dataset file; of its files' names and bytes, sorted, for a directory."""
-    digest = hashlib.sha256()
-    single = path.is_file()
-    files = [path] if single else sorted(p for p in path.rglob("*") if p.is_file())
-    for file in files:
-        if not single:
-            digest.update(str(file.relative_to(path)).encode("utf-8") + b"\0")
-        with file.open("rb") as handle:
-            for block in iter(lambda: handle.read(1 << 20), b""):
-                digest.update(block)
-    return digest.hexdigest()
-
-
-def _describe_llm(llm: Any, concurrency: int | None) -> dict[str, Any] | None:
-    if llm is None:
-        return None
-    base_url = getattr(llm, "base_url", None)
-    return {
-        "provider": llm.provider,
-        "model": llm.model,
-        "base_url": public_url(base_url) if isinstance(base_url, str) else None,
-        "temperature": getattr(llm, "temperature", None),
-        "max_retries": getattr(llm, "max_retries", None),
-        "max_concurrency": concurrency or llm.max_concurrency,
-        "cache": _cache_stats(llm),
-    }
-
-
-def _cache_stats(llm: Any) -> dict[str, Any] | None:
-    """The ``--llm-cache`` file and this invocation's hits and misses, if a cache is on."""
-    stats = getattr(llm, "cache_stats", None)
-    if not dataclasses.is_dataclass(stats) or isinstance(stats, type):
-        return None
-    return dataclasses.asdict(stats)
-
-
-def _usage(llm: Any) -> dict[str, Any] | None:
-    """The client's own call and token totals (``SDKClient.usage``), if it keeps them."""
-    usage = getattr(llm, "usage", None)
-    if not dataclasses.is_dataclass(usage) or isinstance(usage, type):
-        return None
-    return dataclasses.asdict(usage)
-
-
-def _redact(text: str) -> str:
-    for name in _SECRET_ENV:
-        secret = os.environ.get(name)
-        if secret:
-            text = text.replace(secret, "***")
-    return text
-
-
-def _write_json(path: Path, data: Mapping[str, Any]) -> None:
-    path.write_text(_redact(json.dumps(data, indent=2, ensure_ascii=False)) + "\n", "utf-8")
-
-
-def _write_results(path: Path, results: Sequence[EvalResult], judge: JudgeScores | None) -> None:
-    with path.open("w", encoding="utf-8") as file:
-        for index, result in enumerate(results):
-            record = result.to_dict()
-            if judge is not None:
-                score = judge[index]
-                record["judge"] = None if score != score else score  # NaN -> null
-                record["judge_error"] = judge.errors.get(index)
-            file.write(_redact(json.dumps(record, ensure_ascii=False)) + "\n")
+    print(redact("\n".join(lines)), file=sys.stderr)

@@ -8,7 +8,8 @@ Every metric is defined once in the metric registry (:class:`Metric`,
 
 from himga.eval._aggregate import compute_metrics, question_scores, result_groups
 from himga.eval._checkpoint import CheckpointError, CheckpointMismatchError
-from himga.eval._identity import RunIdentity
+from himga.eval._identity import SEARCH_K, RunIdentity, run_identity
+from himga.eval._ledger import DuplicateQuestionError
 from himga.eval._metric import Metric, MetricNeed, RunMetric
 from himga.eval._metric_registry import (
     UnknownMetricError,
@@ -18,6 +19,7 @@ from himga.eval._metric_registry import (
     metrics_of,
     register_metric,
 )
+from himga.eval._options import EvalOptions, Executor
 from himga.eval._ranking import (
     RANK_KS,
     all_evidence_recall_at_k,
@@ -25,8 +27,9 @@ from himga.eval._ranking import (
     ndcg_at_k,
 )
 from himga.eval._ray import RayExecutor, WorkerStartError
+from himga.eval._redact import redact
 from himga.eval._result import EvalResult, MemoryCallError
-from himga.eval._run import SEARCH_K, DuplicateQuestionError, arun_eval, run_eval, run_identity
+from himga.eval._run import arun_eval, run_eval
 from himga.eval._shard import Shard, ShardSpecError
 from himga.eval._spec import AgentSpec, AgentSpecError
 from himga.eval._table import format_table, headline_title
@@ -40,7 +43,9 @@ __all__ = [
     "CheckpointError",
     "CheckpointMismatchError",
     "DuplicateQuestionError",
+    "EvalOptions",
     "EvalResult",
+    "Executor",
     "JudgeScores",
     "MemoryCallError",
     "Metric",
@@ -66,6 +71,7 @@ __all__ = [
     "metrics_of",
     "ndcg_at_k",
     "question_scores",
+    "redact",
     "register_metric",
     "result_groups",
     "run_eval",

@@ -6,9 +6,19 @@ import hashlib
 import json
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, fields
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-__all__ = ["RunIdentity"]
+from himga.agent._agent import prompt_hashes
+from himga.llm._protocol import HasTemperature
+from himga.memory._registry import memory_provenance
+
+if TYPE_CHECKING:
+    from himga.agent._agent import BaseAgent
+
+__all__ = ["SEARCH_K", "RunIdentity", "memory_config", "run_identity"]
+
+#: The default search depth: hits asked of a searchable memory per question.
+SEARCH_K = 50
 
 
 def _frozen(value: Any) -> Any:
@@ -35,7 +45,9 @@ class RunIdentity:
     * the ``judge`` (provider, model, temperature and the judge prompts'
       hashes; ``None`` when the run is not judged);
     * the dataset: its name and ``dataset_sha256`` (``None`` when unknown, e.g.
-      samples built in memory).
+      samples built in memory);
+    * ``search_k``: the hits asked of a searchable memory per question (the
+      depth of its ranking, so of every recall@k).
     """
 
     memory_spec: str
@@ -51,6 +63,7 @@ class RunIdentity:
     judge: Mapping[str, Any] | None = None
     dataset: str | None = None
     dataset_sha256: str | None = None
+    search_k: int = SEARCH_K
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict of every field."""
@@ -98,3 +111,67 @@ def _diff(name: str, recorded: Any, current: Any, found: list[str]) -> None:
 def _short(value: Any) -> str:
     text = json.dumps(value, sort_keys=True)
     return text if len(text) <= 80 else text[:77] + "..."
+
+
+def memory_config(memory: object) -> str | None:
+    """``repr(memory)`` when its class defines one (a dataclass's names its fields).
+
+    ``object.__repr__`` only names an address, different in every process, so a
+    memory without its own ``__repr__`` is identified by its class alone.
+    """
+    if type(memory).__repr__ is object.__repr__:
+        return None
+    return repr(memory)
+
+
+def run_identity(
+    agent: BaseAgent,
+    *,
+    memory_spec: str | None = None,
+    memory_arguments: Mapping[str, Any] | None = None,
+    judge: Mapping[str, Any] | None = None,
+    dataset: str | None = None,
+    dataset_sha256: str | None = None,
+    search_k: int = SEARCH_K,
+) -> RunIdentity:
+    """The :class:`RunIdentity` of evaluating ``agent``: its memory (class, ``repr``,
+    providing distribution and source hash), answer settings and prompt hashes,
+    plus what the caller knows -- the spec the memory was made from (default:
+    its class), its constructor arguments, the judge, the dataset and the search depth."""
+    memory = agent.memory
+    memory_class = f"{type(memory).__module__}:{type(memory).__qualname__}"
+    provenance = memory_provenance([type(memory).__module__])
+    llm = agent.llm
+    answer = None
+    if llm is not None:
+        answer = {
+            "provider": llm.provider,
+            "model": llm.model,
+            "temperature": temperature_of(llm),
+            "max_tokens": agent.max_tokens,
+        }
+    return RunIdentity(
+        memory_spec=memory_spec or memory_class,
+        memory_arguments=dict(memory_arguments or {}),
+        memory_class=memory_class,
+        memory_repr=memory_config(memory),
+        memory_distribution=provenance.distribution,
+        memory_version=provenance.version,
+        memory_source_sha256=provenance.source_sha256,
+        agent=f"{type(agent).__module__}:{type(agent).__qualname__}",
+        answer=answer,
+        prompt_hashes=prompt_hashes(),
+        judge=None if judge is None else dict(judge),
+        dataset=dataset,
+        dataset_sha256=dataset_sha256,
+        search_k=search_k,
+    )
+
+
+def temperature_of(llm: object) -> float | None:
+    """The sampling temperature ``llm`` declares (``HasTemperature``), ``None`` if none."""
+    if isinstance(llm, HasTemperature):
+        temperature = llm.temperature
+        if isinstance(temperature, (int, float)):
+            return temperature
+    return None

@@ -2,20 +2,19 @@
 
 from __future__ import annotations
 
-import dataclasses
-import os
+import asyncio
 from collections import deque
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from tqdm.auto import tqdm
-
 from himga._errors import HimgaError
 from himga._extras import require
 from himga.data.schema import QAPair, Sample, Session
-from himga.eval._checkpoint import Checkpoint
 from himga.eval._identity import RunIdentity
+from himga.eval._ledger import Ledger
+from himga.eval._local import evaluate_here
+from himga.eval._options import EvalOptions
 from himga.eval._result import EvalResult
 from himga.eval._spec import AgentSpec
 
@@ -77,29 +76,25 @@ class _Worker:
         max_concurrency: int | None,
         memory_timeout: float | None,
     ) -> None:
-        self._spec = spec
         self._agent = spec.build()
-        self._factory = spec.resolve_memory().create
-        self._identity = spec.run_identity(self._agent, **context)
-        self._max_concurrency = max_concurrency
-        self._memory_timeout = memory_timeout
+        identity = spec.run_identity(self._agent, **context)
+        self._options = EvalOptions(
+            show_progress=False,
+            max_concurrency=max_concurrency,
+            memory_timeout=memory_timeout,
+            memory_factory=spec.resolve_memory().create,
+            identity=identity,
+            search_k=identity.search_k,
+        )
 
     def identity(self) -> dict[str, Any]:
         """The run identity of the agent this actor built."""
-        return self._identity.to_dict()
+        assert self._options.identity is not None
+        return self._options.identity.to_dict()
 
     def evaluate(self, shipped: _Shipped) -> list[dict[str, Any]]:
-        """Every pending question of one sample, evaluated as the local loop does."""
-        from himga.eval._run import run_eval
-
-        results = run_eval(
-            [shipped.sample()],
-            agent=self._agent,
-            show_progress=False,
-            max_concurrency=self._max_concurrency,
-            memory_timeout=self._memory_timeout,
-            memory_factory=self._factory,
-        )
+        """Every pending question of one sample, evaluated as the local executor does."""
+        results = asyncio.run(evaluate_here([shipped.sample()], self._agent, self._options))
         return [result.to_dict() for result in results]
 
 
@@ -171,20 +166,15 @@ class RayExecutor:
             options["resources"] = resources
         return options
 
-    def evaluate(
-        self,
-        samples: Iterable[Sample],
-        *,
-        spec: AgentSpec,
-        show_progress: bool = True,
-        checkpoint: str | os.PathLike[str] | None = None,
-        memory_timeout: float | None = None,
-        identity: RunIdentity | None = None,
+    def run(
+        self, samples: Iterable[Sample], spec: AgentSpec, options: EvalOptions
     ) -> list[EvalResult]:
-        """What :func:`~himga.eval.run_eval` returns for ``spec`` run here, computed on Ray.
+        """What :func:`~himga.eval.run_eval` returns for ``spec`` run here with ``options``,
+        computed on Ray (``options.max_concurrency`` and ``memory_factory`` do not apply:
+        :attr:`llm_concurrency_total` and the spec's memory do).
 
-        ``identity`` (default: the workers' common one) keys the checkpoint;
-        the judge and dataset it names are passed to the workers, whose
+        ``options.identity`` (default: the workers' common one) keys the checkpoint;
+        the judge, dataset and search depth it names are passed to the workers, whose
         identities must equal it.
         """
         ray = _ray()
@@ -192,64 +182,58 @@ class RayExecutor:
         if connected_here:
             ray.init(address=self.address, include_dashboard=False, log_to_driver=False)
         try:
-            return self._evaluate(
-                ray, list(samples), spec, show_progress, checkpoint, memory_timeout, identity
-            )
+            return self._evaluate(ray, list(samples), spec, options)
         finally:
             if connected_here:
                 ray.shutdown()
 
     def _evaluate(
-        self,
-        ray: Any,
-        samples: list[Sample],
-        spec: AgentSpec,
-        show_progress: bool,
-        checkpoint: str | os.PathLike[str] | None,
-        memory_timeout: float | None,
-        identity: RunIdentity | None,
+        self, ray: Any, samples: list[Sample], spec: AgentSpec, options: EvalOptions
     ) -> list[EvalResult]:
-        from himga.eval._run import _check_resumed, _enqueue
-
-        order: list[tuple[str, str]] = []
-        seen: set[tuple[str, str]] = set()
-        for sample in samples:
-            for qa in sample.qa_pairs:
-                _enqueue(order, seen, sample, qa)
-        context = {}
+        identity = options.identity
+        context: dict[str, Any] = {"search_k": options.search_k}
         if identity is not None:
-            context = {
-                "judge": identity.judge,
-                "dataset": identity.dataset,
-                "dataset_sha256": identity.dataset_sha256,
-            }
+            context.update(
+                judge=identity.judge,
+                dataset=identity.dataset,
+                dataset_sha256=identity.dataset_sha256,
+            )
         per_worker = None
         if self.llm_concurrency_total is not None:
             per_worker = self.llm_concurrency_total // self.num_workers
         actor_class = ray.remote(_Worker).options(**self._actor_options())
         actors = [
-            actor_class.remote(spec, context, per_worker, memory_timeout)
+            actor_class.remote(spec, context, per_worker, options.memory_timeout)
             for _ in range(self.num_workers)
         ]
         try:
-            return self._drive(
-                ray, actors, samples, order, identity, checkpoint, show_progress, _check_resumed
+            expected = self._common_identity(ray, actors, identity)
+            ledger = Ledger(
+                options.checkpoint,
+                expected,
+                total=sum(len(sample.qa_pairs) for sample in samples),
+                show_progress=options.show_progress,
+                description="eval (ray)",
             )
+            try:
+                work: deque[tuple[Sample, list[QAPair]]] = deque()
+                for sample in samples:
+                    pending = ledger.plan(sample)
+                    if pending:
+                        work.append((sample, pending))
+                self._schedule(ray, actors, work, ledger)
+            finally:
+                ledger.close()
+            return ledger.results()
         finally:
             for actor in actors:
                 ray.kill(actor, no_restart=True)
 
-    def _drive(
-        self,
-        ray: Any,
-        actors: list[Any],
-        samples: list[Sample],
-        order: list[tuple[str, str]],
-        identity: RunIdentity | None,
-        checkpoint: str | os.PathLike[str] | None,
-        show_progress: bool,
-        check_resumed: Any,
-    ) -> list[EvalResult]:
+    def _common_identity(
+        self, ray: Any, actors: list[Any], identity: RunIdentity | None
+    ) -> RunIdentity:
+        """The run's identity (default: the first worker's); :class:`WorkerStartError`
+        unless every worker built an agent of it."""
         reported = []
         for number, actor in enumerate(actors):
             try:
@@ -266,50 +250,14 @@ class RayExecutor:
                     f"would not belong to this run; differs in "
                     f"{'; '.join(expected.differences(found))} (run != worker)"
                 )
-        store = Checkpoint(checkpoint, expected.to_dict()) if checkpoint is not None else None
-        finished: dict[tuple[str, str], EvalResult] = {}
-        if store is not None:
-            finished = {
-                key: r
-                for key, r in store.open().items()
-                if r.error is None and r.memory_error is None
-            }
-        progress = tqdm(total=len(order), disable=not show_progress, unit="q", desc="eval (ray)")
-        try:
-            work: deque[tuple[Sample, list[QAPair]]] = deque()
-            for sample in samples:
-                pending = []
-                for qa in sample.qa_pairs:
-                    key = (sample.sample_id, qa.question_id)
-                    if key in finished:
-                        check_resumed(store, finished[key], qa)
-                        progress.update(1)
-                    else:
-                        pending.append(qa)
-                if pending:
-                    work.append((sample, pending))
-
-            def record(result: EvalResult) -> None:
-                if result.key in finished:
-                    return  # a retried sample delivered twice: the first result stands
-                finished[result.key] = result
-                if store is not None:
-                    store.append(result)
-                progress.update(1)
-
-            self._schedule(ray, actors, work, record)
-        finally:
-            progress.close()
-            if store is not None:
-                store.close()
-        return [finished[key] for key in order]
+        return expected
 
     def _schedule(
         self,
         ray: Any,
         actors: list[Any],
         work: deque[tuple[Sample, list[QAPair]]],
-        record: Any,
+        ledger: Ledger,
     ) -> None:
         live = list(range(len(actors)))
         load = dict.fromkeys(live, 0)
@@ -325,7 +273,7 @@ class RayExecutor:
                 # Every actor is gone for good: what is left fails, recorded.
                 while work:
                     sample, pending = work.popleft()
-                    _fail(record, sample, pending, "no Ray worker is left alive")
+                    ledger.fail(sample, pending, "WorkerError: no Ray worker is left alive")
                 break
             ready, _ = ray.wait(list(in_flight), num_returns=1)
             for ref in ready:
@@ -336,32 +284,23 @@ class RayExecutor:
                 except ray.exceptions.RayActorError as exc:
                     if number in live and isinstance(exc, ray.exceptions.ActorDiedError):
                         live.remove(number)
-                    _fail(record, sample, pending, _after_retries(self, exc))
+                    ledger.fail(sample, pending, _after_retries(self, exc))
                     continue
                 except ray.exceptions.RayError as exc:
-                    _fail(record, sample, pending, _after_retries(self, exc))
+                    ledger.fail(sample, pending, _after_retries(self, exc))
                     continue
                 asked = {qa.question_id for qa in pending}
                 for result in returned:
                     if result.sample_id == sample.sample_id and result.question_id in asked:
-                        record(result)
+                        ledger.record(result)
                         asked.discard(result.question_id)
                 missing = [qa for qa in pending if qa.question_id in asked]
-                _fail(record, sample, missing, "the worker returned no result for it")
+                ledger.fail(sample, missing, "WorkerError: the worker returned no result for it")
 
 
 def _after_retries(executor: RayExecutor, exc: Exception) -> str:
     first_line = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
     return (
-        f"Ray worker failed (after up to {executor.max_restarts} restarts and "
+        f"WorkerError: Ray worker failed (after up to {executor.max_restarts} restarts and "
         f"{executor.max_task_retries} retries): {type(exc).__name__}: {first_line}"
     )
-
-
-def _fail(record: Any, sample: Sample, pending: Sequence[QAPair], reason: str) -> None:
-    from himga.eval._run import _result
-
-    texts = {message.turn_id: message.content for _, message in sample.iter_turns()}
-    for qa in pending:
-        result = _result(sample, texts, qa, context="", ranked=None, latency=0.0)
-        record(dataclasses.replace(result, error=f"WorkerError: {reason}"))

@@ -10,16 +10,18 @@ from typing import Any
 
 from himga._errors import HimgaError
 from himga.agent._agent import BaseAgent
-from himga.eval._identity import RunIdentity
+from himga.eval._identity import SEARCH_K, RunIdentity, run_identity
 from himga.llm._protocol import LLMClient
-from himga.memory._protocol import BaseMemory
+from himga.memory._protocol import BaseMemory, LLMUser
 from himga.memory._registry import ResolvedMemory, memory_provenance, resolve_memory
 
 __all__ = ["LLM_SETTINGS", "AgentSpec", "AgentSpecError"]
 
-#: The :func:`~himga.llm.get_client` settings a spec may carry (never ``api_key``).
+#: The :func:`~himga.llm.get_client` settings a spec may carry (never ``api_key``);
+#: ``cache`` is the path of an ``--llm-cache`` SQLite file every process shares.
 LLM_SETTINGS = (
     "base_url",
+    "cache",
     "max_concurrency",
     "max_retries",
     "timeout",
@@ -135,9 +137,8 @@ class AgentSpec:
         memory: BaseMemory = self.resolve_memory().create()
         llm = self.build_llm()
         # A memory that builds with an LLM (MAGMA) uses the agent's client, as in himga eval.
-        attach_llm = getattr(memory, "attach_llm", None)
-        if llm is not None and callable(attach_llm):
-            attach_llm(llm)
+        if llm is not None and isinstance(memory, LLMUser):
+            memory.attach_llm(llm)
         return BaseAgent(memory=memory, llm=llm, max_tokens=self.max_tokens)
 
     def run_identity(
@@ -147,15 +148,15 @@ class AgentSpec:
         judge: Mapping[str, Any] | None = None,
         dataset: str | None = None,
         dataset_sha256: str | None = None,
+        search_k: int = SEARCH_K,
     ) -> RunIdentity:
         """The :class:`~himga.eval.RunIdentity` of evaluating ``agent`` (default: a new
-        :meth:`build`) built from this spec, with the judge and dataset the caller knows.
+        :meth:`build`) built from this spec, with the judge, dataset and search depth
+        the caller knows.
 
         The memory's provenance covers both the module the spec names and the
         module of the memory's class (a factory may live apart from the class).
         """
-        from himga.eval._run import run_identity
-
         built = agent if agent is not None else self.build()
         resolved_target = self.resolve_memory().target
         provenance = memory_provenance(
@@ -168,6 +169,7 @@ class AgentSpec:
             judge=judge,
             dataset=dataset,
             dataset_sha256=dataset_sha256,
+            search_k=search_k,
         )
         return dataclasses.replace(
             identity,

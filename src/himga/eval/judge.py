@@ -26,7 +26,7 @@ from tqdm.auto import tqdm
 from himga.benchmarks._protocol import JSONValue, Judge, JudgeRequest, UnjudgeableError
 from himga.benchmarks._registry import find_benchmark
 from himga.eval._result import EvalResult
-from himga.llm._protocol import LLMClient
+from himga.llm._protocol import CachingLLMClient, LLMClient
 
 __all__ = [
     "JudgeScores",
@@ -144,7 +144,16 @@ async def abatch_judge(
                         [{"role": "user", "content": request.text}],
                         max_tokens=request.max_tokens,
                     )
-                cache[key] = owner[key].parse(request, completion.text)
+                try:
+                    cache[key] = owner[key].parse(request, completion.text)
+                except UnjudgeableError:
+                    # An unusable reply must not be served again from the LLM cache.
+                    if isinstance(llm, CachingLLMClient):
+                        llm.forget(
+                            [{"role": "user", "content": request.text}],
+                            max_tokens=request.max_tokens,
+                        )
+                    raise
         except Exception as exc:  # a failed call or an unparseable verdict: an error
             failures[key] = f"{type(exc).__name__}: {exc}"
         finally:

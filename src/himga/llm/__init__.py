@@ -12,7 +12,14 @@ from typing import TYPE_CHECKING
 
 from himga._lazy import lazy_names
 from himga.llm._anthropic import AnthropicClient
-from himga.llm._cache import CacheSchemaError, CacheStats, CachingClient, LLMCache, cache_key
+from himga.llm._cache import (
+    CacheSchemaError,
+    CacheStats,
+    CachingClient,
+    HasCacheStats,
+    LLMCache,
+    cache_key,
+)
 from himga.llm._client import SDKClient
 from himga.llm._errors import LLMConfigError, LLMError, MissingAPIKeyError, UnknownProviderError
 from himga.llm._factory import (
@@ -27,7 +34,16 @@ from himga.llm._factory import (
     get_client,
 )
 from himga.llm._openai import OpenAIClient
-from himga.llm._protocol import CachingLLMClient, ChatMessage, Completion, LLMClient
+from himga.llm._protocol import (
+    CachingLLMClient,
+    ChatMessage,
+    Completion,
+    HasBaseURL,
+    HasMaxRetries,
+    HasTemperature,
+    HasUsage,
+    LLMClient,
+)
 from himga.llm._usage import TokenUsage
 
 if TYPE_CHECKING:
@@ -58,6 +74,11 @@ __all__ = [
     "ChatRequest",
     "Completion",
     "FakeLLMServer",
+    "HasBaseURL",
+    "HasCacheStats",
+    "HasMaxRetries",
+    "HasTemperature",
+    "HasUsage",
     "LLMCache",
     "LLMClient",
     "LLMConfigError",

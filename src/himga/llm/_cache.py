@@ -19,12 +19,20 @@ import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 from himga.llm._errors import LLMConfigError
 from himga.llm._protocol import ChatMessage, Completion, LLMClient
 
-__all__ = ["CacheSchemaError", "CacheStats", "CachingClient", "LLMCache", "as_cache", "cache_key"]
+__all__ = [
+    "CacheSchemaError",
+    "CacheStats",
+    "CachingClient",
+    "HasCacheStats",
+    "LLMCache",
+    "as_cache",
+    "cache_key",
+]
 
 # Bumped when the key document or the table changes meaning; older files are refused.
 _SCHEMA_VERSION = 1
@@ -56,6 +64,16 @@ class CacheStats:
     path: str
     hits: int
     misses: int
+
+
+@runtime_checkable
+class HasCacheStats(Protocol):
+    """A client that may answer from a cache: its hits and misses (``None``: no cache)."""
+
+    @property
+    def cache_stats(self) -> CacheStats | None:
+        """The cache file and this process's hits and misses, ``None`` without a cache."""
+        ...
 
 
 class CacheSchemaError(LLMConfigError):

@@ -6,7 +6,18 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol, TypedDict, runtime_checkable
 
-__all__ = ["CachingLLMClient", "ChatMessage", "Completion", "LLMClient"]
+from himga.llm._usage import TokenUsage
+
+__all__ = [
+    "CachingLLMClient",
+    "ChatMessage",
+    "Completion",
+    "HasBaseURL",
+    "HasMaxRetries",
+    "HasTemperature",
+    "HasUsage",
+    "LLMClient",
+]
 
 
 class ChatMessage(TypedDict):
@@ -72,4 +83,49 @@ class CachingLLMClient(LLMClient, Protocol):
 
     def forget(self, messages: Sequence[ChatMessage], /, *, max_tokens: int | None = None) -> None:
         """Drop the stored reply to this request, if there is one."""
+        ...
+
+
+# Optional capabilities of a client: what a run records about it when it has them
+# (``isinstance(client, HasTemperature)``), declared rather than probed by name.
+
+
+@runtime_checkable
+class HasTemperature(Protocol):
+    """A client that samples at a set ``temperature`` (``None``: the provider's default)."""
+
+    @property
+    def temperature(self) -> float | None:
+        """The sampling temperature of every call."""
+        ...
+
+
+@runtime_checkable
+class HasBaseURL(Protocol):
+    """A client that calls an HTTP endpoint (credentials may be in it: record
+    :func:`~himga.llm._client.public_url` of it, never the URL itself)."""
+
+    @property
+    def base_url(self) -> str:
+        """The endpoint's base URL."""
+        ...
+
+
+@runtime_checkable
+class HasMaxRetries(Protocol):
+    """A client that retries a failed call up to ``max_retries`` times."""
+
+    @property
+    def max_retries(self) -> int:
+        """Retries after the first attempt."""
+        ...
+
+
+@runtime_checkable
+class HasUsage(Protocol):
+    """A client that counts its calls and tokens."""
+
+    @property
+    def usage(self) -> TokenUsage:
+        """Calls and tokens so far."""
         ...

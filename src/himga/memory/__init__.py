@@ -8,7 +8,7 @@ from himga.memory._hybrid import HybridMemory
 from himga.memory._keyword import KeywordMemory
 from himga.memory._magma import MagmaMemory, MagmaPaperMemory
 from himga.memory._null import NullMemory
-from himga.memory._protocol import BaseMemory, Hit, SearchableMemory
+from himga.memory._protocol import BaseMemory, Hit, LLMUser, SearchableMemory
 from himga.memory._registry import (
     MemoryArgumentError,
     MemoryFactory,
@@ -35,6 +35,7 @@ __all__ = [
     "Hit",
     "HybridMemory",
     "KeywordMemory",
+    "LLMUser",
     "MagmaMemory",
     "MagmaPaperMemory",
     "MemoryArgumentError",

@@ -7,8 +7,9 @@ from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
 from himga.data.schema import Message, Session
+from himga.llm._protocol import LLMClient
 
-__all__ = ["BaseMemory", "Hit", "SearchableMemory"]
+__all__ = ["BaseMemory", "Hit", "LLMUser", "SearchableMemory"]
 
 
 @runtime_checkable
@@ -82,4 +83,15 @@ class SearchableMemory(BaseMemory, Protocol):
 
     def search(self, query: str, k: int, /) -> Sequence[Hit]:
         """At most ``k`` hits for ``query``, best first; empty when nothing matches."""
+        ...
+
+
+@runtime_checkable
+class LLMUser(Protocol):
+    """A memory that can build with a language model (MAGMA's extraction): ``himga eval
+    --llm`` and :meth:`~himga.eval.AgentSpec.build` attach the run's client (and its
+    cache) before the first ingest, and to every fresh instance that replaces one."""
+
+    def attach_llm(self, llm: LLMClient, /) -> None:
+        """Use ``llm`` for the memory's own model calls from now on."""
         ...

@@ -230,13 +230,13 @@ def longmemeval_retrieval_metrics(
     "by_category"}``: ``turn`` and ``session`` map ``"<metric>@<k>"`` to the mean
     over the questions where it is defined; ``undefined`` counts the others per
     level and metric (omitted when none). ``depth`` is the number of hits the run
-    asked ``search`` for (default: the evaluation's ``SEARCH_K`` now in force);
+    asked ``search`` for (default: :class:`~himga.eval.EvalOptions`' ``search_k``);
     ``session_sizes`` (from :func:`session_sizes`) makes every nDCG computable.
     """
     if depth is None:
-        from himga.eval import _run  # read at call time: a bench may search deeper
+        from himga.eval import EvalOptions
 
-        depth = _run.SEARCH_K
+        depth = EvalOptions().search_k
     ranked = [
         r for r in results if r.dataset.startswith("longmemeval") and r.ranked_turn_ids is not None
     ]

@@ -1,0 +1,150 @@
+"""The bookkeeping of one run, shared by every executor: question order, resume, record."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from collections.abc import Mapping, Sequence
+
+from tqdm.auto import tqdm
+
+from himga._errors import HimgaError
+from himga.data.schema import QAPair, Sample
+from himga.eval._checkpoint import Checkpoint, CheckpointMismatchError
+from himga.eval._identity import RunIdentity
+from himga.eval._redact import redact
+from himga.eval._result import EvalResult, MemoryCallError
+
+__all__ = ["DuplicateQuestionError", "Ledger", "failed_result", "new_result"]
+
+
+class DuplicateQuestionError(HimgaError, ValueError):
+    """Two questions of the evaluated samples share ``(sample_id, question_id)``."""
+
+
+def new_result(
+    sample: Sample,
+    texts: Mapping[str | None, str],
+    qa: QAPair,
+    *,
+    context: str,
+    ranked: tuple[str | None, ...] | None,
+    latency: float,
+    memory_error: MemoryCallError | None = None,
+) -> EvalResult:
+    """The result of ``qa`` as retrieved, before any answer; ``texts`` maps turn ids to text."""
+    return EvalResult(
+        sample_id=sample.sample_id,
+        question_id=qa.question_id,
+        dataset=sample.dataset,
+        category=qa.category,
+        question=qa.question,
+        answer=qa.answer,
+        adversarial=qa.adversarial,
+        evidence_turns=tuple(qa.evidence_turns),
+        evidence_texts=tuple(texts.get(turn) for turn in qa.evidence_turns),
+        context=context,
+        ranked_turn_ids=ranked,
+        retrieval_latency_s=latency,
+        memory_error=memory_error,
+        gold=qa.gold,
+    )
+
+
+def failed_result(sample: Sample, qa: QAPair, error: str) -> EvalResult:
+    """A result recording that ``qa`` could not be evaluated (``error``, redacted); a resumed
+    run retries it."""
+    texts = {message.turn_id: message.content for _, message in sample.iter_turns()}
+    result = new_result(sample, texts, qa, context="", ranked=None, latency=0.0)
+    return dataclasses.replace(result, error=redact(error))
+
+
+class Ledger:
+    """Which questions a run has, which are finished, and the durable record of each.
+
+    Opened on a ``checkpoint`` file (or none), it holds the results finished
+    before (errors of either kind are not: a resumed run retries them).
+    :meth:`plan` takes each sample in order and returns its questions still to
+    do; :meth:`record` keeps the first result per question (an executor that
+    retries may deliver one twice) and appends it to the checkpoint;
+    :meth:`results` lists them in question order.
+    """
+
+    def __init__(
+        self,
+        checkpoint: str | os.PathLike[str] | None,
+        identity: RunIdentity,
+        *,
+        total: int | None,
+        show_progress: bool,
+        description: str = "eval",
+    ) -> None:
+        self._store = None if checkpoint is None else Checkpoint(checkpoint, identity.to_dict())
+        self._finished: dict[tuple[str, str], EvalResult] = {}
+        if self._store is not None:
+            done = self._store.open()
+            self._finished = {
+                key: r for key, r in done.items() if r.error is None and r.memory_error is None
+            }
+        self._order: list[tuple[str, str]] = []
+        self._seen: set[tuple[str, str]] = set()
+        self._progress = tqdm(total=total, disable=not show_progress, unit="q", desc=description)
+
+    def plan(self, sample: Sample) -> list[QAPair]:
+        """The questions of ``sample`` not finished yet, in order.
+
+        :class:`DuplicateQuestionError` when a question repeats a key seen before;
+        :class:`~himga.eval.CheckpointMismatchError` when a finished result was
+        recorded for another question, answer, category or evidence (another
+        dataset version).
+        """
+        pending = []
+        for qa in sample.qa_pairs:
+            key = (sample.sample_id, qa.question_id)
+            if key in self._seen:
+                raise DuplicateQuestionError(
+                    f"sample {sample.sample_id!r}: question id {qa.question_id!r} repeats"
+                )
+            self._seen.add(key)
+            self._order.append(key)
+            stored = self._finished.get(key)
+            if stored is None:
+                pending.append(qa)
+                continue
+            self._check_resumed(stored, qa)
+            self._progress.update(1)
+        return pending
+
+    def _check_resumed(self, stored: EvalResult, qa: QAPair) -> None:
+        recorded = (stored.question, stored.answer, stored.category, stored.evidence_turns)
+        loaded = (qa.question, qa.answer, qa.category, tuple(qa.evidence_turns))
+        if self._store is not None and recorded != loaded:
+            raise CheckpointMismatchError(
+                f"{self._store.path}: sample {stored.sample_id!r} question {stored.question_id!r} "
+                "was recorded with another question, answer, category or evidence (another "
+                "dataset version?); use another checkpoint file"
+            )
+
+    def record(self, result: EvalResult) -> None:
+        """Keep ``result`` (unless its question has one already) and record it durably."""
+        if result.key in self._finished:
+            return
+        self._finished[result.key] = result
+        if self._store is not None:
+            self._store.append(result)
+        self._progress.update(1)
+
+    def fail(self, sample: Sample, pending: Sequence[QAPair], error: str) -> None:
+        """Record each of ``pending`` as failed with ``error``."""
+        for qa in pending:
+            self.record(failed_result(sample, qa, error))
+
+    def results(self) -> list[EvalResult]:
+        """One result per planned question, in plan order."""
+        return [self._finished[key] for key in self._order]
+
+    def close(self) -> None:
+        """Close the progress bar and the checkpoint (idempotent)."""
+        self._progress.close()
+        if self._store is not None:
+            self._store.close()

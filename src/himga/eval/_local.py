@@ -1,0 +1,189 @@
+"""The local executor: ingest each sample once, retrieve per question, answer concurrently."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import hashlib
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+
+from himga.agent._agent import BaseAgent
+from himga.data.schema import QAPair, Sample
+from himga.eval._identity import run_identity
+from himga.eval._ledger import Ledger, new_result
+from himga.eval._memory_calls import GuardedMemory, MemoryCallFailed
+from himga.eval._options import EvalOptions
+from himga.eval._redact import redact
+from himga.eval._result import EvalResult, MemoryCallError
+from himga.llm._protocol import ChatMessage
+from himga.memory._protocol import SearchableMemory
+
+__all__ = ["evaluate_here"]
+
+
+def _conversation_only(sample: Sample) -> tuple[Sample, dict[str, str]]:
+    """What the agent gets, and the map from its turn ids back to the sample's.
+
+    The gold (questions, answers, evidence) and the auxiliary metadata are
+    removed, and the sample, session and turn ids replaced by neutral ones
+    (``S<k>``, ``D<k>:<n>``, 1-based positions): LongMemEval's ids name the
+    gold -- evidence sessions are ``answer_...``, abstention questions ``..._abs``.
+    """
+    back: dict[str, str] = {}
+    sessions = []
+    for k, session in enumerate(sample.sessions, start=1):
+        messages = []
+        for n, message in enumerate(session.messages, start=1):
+            turn_id = None
+            if message.turn_id is not None:
+                turn_id = f"D{k}:{n}"
+                back[turn_id] = message.turn_id
+            messages.append(dataclasses.replace(message, turn_id=turn_id))
+        sessions.append(dataclasses.replace(session, session_id=f"S{k}", messages=messages))
+    neutral_id = hashlib.sha256(sample.sample_id.encode("utf-8")).hexdigest()[:16]
+    conversation = dataclasses.replace(
+        sample, sample_id=f"sample-{neutral_id}", sessions=sessions, qa_pairs=(), metadata={}
+    )
+    return conversation, back
+
+
+def _failed(
+    sample: Sample, texts: Mapping[str | None, str], qa: QAPair, failure: MemoryCallFailed
+) -> EvalResult:
+    error = MemoryCallError(
+        sample_id=sample.sample_id,
+        question_id=qa.question_id,
+        method=failure.method,
+        type=failure.error_type,
+        message=redact(failure.message),
+    )
+    return new_result(sample, texts, qa, context="", ranked=None, latency=0.0, memory_error=error)
+
+
+def _prepare(
+    agent: BaseAgent,
+    guarded: GuardedMemory,
+    search_k: int | None,
+    sample: Sample,
+    pending: Sequence[QAPair],
+    prompts: bool,
+) -> list[tuple[EvalResult, list[ChatMessage]]]:
+    """Runs on the memory thread: reset, ingest once, retrieve (and search) per question.
+
+    ``agent`` calls the memory through ``guarded``: a failed reset or ingest
+    fails every pending question of the sample, a failed retrieve or search
+    only its own. A searchable memory is searched ``search_k`` deep (``None``: not).
+    With ``prompts`` each question's prompt is built here too,
+    while the agent still holds this sample's state.
+    """
+    conversation, sample_turn_id = _conversation_only(sample)
+    texts = {message.turn_id: message.content for _, message in sample.iter_turns()}
+    try:
+        guarded.reset()
+        agent.ingest_sample(conversation)
+    except MemoryCallFailed as failure:
+        return [(_failed(sample, texts, qa, failure), []) for qa in pending]
+    prepared: list[tuple[EvalResult, list[ChatMessage]]] = []
+    for qa in pending:
+        started = time.perf_counter()
+        try:
+            context = agent.retrieve(qa.question)
+            ranked = None
+            if search_k is not None:
+                # A hit naming no ingested turn cannot be evidence: None.
+                hits = guarded.search_turn_ids(qa.question, search_k)
+                ranked = tuple(sample_turn_id.get(turn_id or "") for turn_id in hits)
+        except MemoryCallFailed as failure:
+            prepared.append((_failed(sample, texts, qa, failure), []))
+            continue
+        result = new_result(
+            sample, texts, qa, context=context, ranked=ranked, latency=time.perf_counter() - started
+        )
+        prompt = agent.build_prompt(qa.question, context) if prompts else []
+        prepared.append((result, prompt))
+    return prepared
+
+
+async def _answer(
+    agent: BaseAgent, result: EvalResult, prompt: list[ChatMessage], slots: asyncio.Semaphore
+) -> EvalResult:
+    async with slots:
+        started = time.perf_counter()
+        try:
+            answer = await agent.acomplete(prompt, context=result.context)
+        except Exception as exc:  # failed after the client's own retries: report, don't score
+            return dataclasses.replace(
+                result,
+                error=redact(f"{type(exc).__name__}: {exc}"),
+                latency_s=time.perf_counter() - started,
+            )
+    return dataclasses.replace(
+        result,
+        prediction=redact(answer.text),
+        latency_s=answer.latency_s,
+        input_tokens=answer.input_tokens,
+        output_tokens=answer.output_tokens,
+        model=answer.model,
+    )
+
+
+async def evaluate_here(
+    samples: Iterable[Sample], agent: BaseAgent, options: EvalOptions
+) -> list[EvalResult]:
+    """Evaluate ``agent`` on ``samples`` in this process (``run_eval``'s contract)."""
+    llm = agent.llm
+    if options.max_concurrency is not None:
+        limit = options.max_concurrency
+    else:
+        limit = llm.max_concurrency if llm is not None else 1
+    if limit < 1:
+        raise ValueError(f"max_concurrency must be >= 1, got {limit}")
+    slots = asyncio.Semaphore(limit)
+    guarded = GuardedMemory(agent.memory, options.memory_timeout, options.memory_factory)
+    search_k = options.search_k if isinstance(agent.memory, SearchableMemory) else None
+    guarded_agent = agent.with_memory(guarded)
+    identity = options.identity or run_identity(agent, search_k=options.search_k)
+    total = (
+        sum(len(sample.qa_pairs) for sample in samples) if isinstance(samples, Sequence) else None
+    )
+    ledger = Ledger(options.checkpoint, identity, total=total, show_progress=options.show_progress)
+    tasks: list[asyncio.Task[None]] = []
+
+    async def answer_and_record(result: EvalResult, prompt: list[ChatMessage]) -> None:
+        ledger.record(await _answer(agent, result, prompt, slots))
+
+    loop = asyncio.get_running_loop()
+    # One dedicated thread owns the memory (ingest, retrieve, search, reset), so
+    # in-flight LLM calls progress while the next sample is ingested, and memories
+    # that are not thread-safe are still only ever touched from one thread.
+    memory_thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="himga-memory")
+    try:
+        for sample in samples:
+            pending = ledger.plan(sample)
+            if not pending:
+                continue
+            prepared = await loop.run_in_executor(
+                memory_thread,
+                _prepare,
+                guarded_agent,
+                guarded,
+                search_k,
+                sample,
+                pending,
+                llm is not None,
+            )
+            for result, prompt in prepared:
+                if llm is None or result.memory_error is not None:
+                    ledger.record(result)
+                else:
+                    tasks.append(asyncio.ensure_future(answer_and_record(result, prompt)))
+        await asyncio.gather(*tasks)
+    finally:
+        for task in tasks:
+            task.cancel()
+        memory_thread.shutdown(wait=True)
+        guarded.close()
+        ledger.close()
+    return ledger.results()

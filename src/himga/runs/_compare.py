@@ -1,0 +1,273 @@
+"""Paired comparison of runs: per-question differences with bootstrap CIs and p-values."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from himga._errors import HimgaError
+from himga._extras import require
+from himga.eval import (
+    UnknownMetricError,
+    available_metrics,
+    get_metric,
+    question_scores,
+    result_groups,
+)
+from himga.eval._paired import DEFAULT_RESAMPLES, paired_differences
+from himga.runs._rundir import Run
+
+__all__ = [
+    "DEFAULT_METRICS",
+    "METRIC_TITLES",
+    "CompareError",
+    "compare_runs",
+    "format_comparison",
+    "format_p_value",
+    "nan_if_none",
+    "plot_comparison",
+]
+
+#: Short column titles of the metrics ``compare`` and ``report`` show, by metric key.
+METRIC_TITLES = {name: metric.title for name, metric in available_metrics().items()}
+OVERALL = "overall (no adversarial)"
+OVERALL_ALL = "overall (all)"
+#: What ``compare`` compares when no metric is named: each of these every run has values of.
+DEFAULT_METRICS = (
+    "judge",
+    "f1",
+    "bleu1",
+    "context_recall_any",
+    "context_recall_all",
+    "recall@5",
+    "recall@10",
+    "recall@25",
+    "recall@50",
+)
+
+
+class CompareError(HimgaError, ValueError):
+    """The runs cannot be compared (another dataset, other questions, unknown metric)."""
+
+
+def _resolve_metric(name: str) -> str:
+    try:
+        return get_metric(name).name
+    except UnknownMetricError as exc:
+        raise CompareError(f"unknown metric {name!r} ({exc})") from None
+
+
+def _groups(run: Run) -> dict[str, list[int]]:
+    groups = result_groups(run.results)
+    groups[OVERALL] = groups.pop("overall")
+    groups[OVERALL_ALL] = groups.pop("overall_with_adversarial")
+    return groups
+
+
+def _check_comparable(baseline: Run, other: Run) -> list[int]:
+    """The row of each baseline question in ``other``; CompareError if they differ."""
+    ours, theirs = baseline.manifest.dataset, other.manifest.dataset
+    for field in ("name", "sha256"):
+        if getattr(ours, field) != getattr(theirs, field):
+            raise CompareError(
+                f"{baseline.path} and {other.path} ran on different datasets "
+                f"({field} {getattr(ours, field)!r} != {getattr(theirs, field)!r})"
+            )
+    position = {r.key: i for i, r in enumerate(other.results)}
+    keys = [r.key for r in baseline.results]
+    missing = [key for key in keys if key not in position]
+    extra = len(position) - (len(keys) - len(missing))
+    if missing or extra:
+        example = (
+            f"; e.g. {missing[0][0]} {missing[0][1]} only in {baseline.path}" if missing else ""
+        )
+        raise CompareError(
+            f"{baseline.path} and {other.path} hold different question sets "
+            f"({len(missing)} only in the first, {extra} only in the second{example}); "
+            "compare runs of the same dataset and --limit"
+        )
+    return [position[key] for key in keys]
+
+
+def _matrix(
+    scores: Sequence[dict[str, float | None]], rows: Sequence[int], metrics: Sequence[str]
+) -> list[list[float]]:
+    return [[nan_if_none(scores[i][m]) for m in metrics] for i in rows]
+
+
+def nan_if_none(score: float | None) -> float:
+    """A per-question score as a float, NaN for ``None`` (no value), as the statistics take it."""
+    return math.nan if score is None else float(score)
+
+
+def compare_runs(
+    runs: Sequence[Run],
+    *,
+    metrics: Sequence[str] | None = None,
+    resamples: int = DEFAULT_RESAMPLES,
+    seed: int = 0,
+) -> dict[str, Any]:
+    """The JSON-ready comparison of every run with ``runs[0]``: per group (each category,
+    overall without and with adversarial questions) and metric (``metrics`` by key or
+    column title; default: each of :data:`DEFAULT_METRICS` every run has values of), the
+    mean difference over the questions both scored, paired by (sample, question) id, its
+    paired bootstrap CI and permutation p-value (``resamples``, ``seed``).
+    :class:`CompareError` for runs on other datasets or question sets."""
+    baseline = runs[0]
+    aligned = [_check_comparable(baseline, other) for other in runs[1:]]
+    scores = [
+        [question_scores(r, j) for r, j in zip(run.results, run.judge, strict=True)] for run in runs
+    ]
+    if metrics:
+        chosen = [_resolve_metric(name) for name in metrics]
+    else:
+        chosen = [
+            m
+            for m in DEFAULT_METRICS
+            if all(any(q[m] is not None for q in run_scores) for run_scores in scores)
+        ]
+    if not chosen:
+        raise CompareError("the runs share no metric with values (--metric to choose one)")
+    groups = _groups(baseline)
+    rows: list[dict[str, Any]] = []
+    for other, other_scores, positions in zip(runs[1:], scores[1:], aligned, strict=True):
+        for index, (group, members) in enumerate(groups.items()):
+            a = _matrix(scores[0], members, chosen)
+            b = _matrix(other_scores, [positions[i] for i in members], chosen)
+            # One stream per group, so adding a category leaves the others' numbers alone.
+            found = paired_differences(a, b, resamples=resamples, seed=seed * 1_000 + index)
+            for metric, difference in zip(chosen, found, strict=True):
+                rows.append(
+                    {
+                        "run": str(other.path),
+                        "group": group,
+                        "metric": metric,
+                        "n": difference.n,
+                        "a": difference.mean_a,
+                        "b": difference.mean_b,
+                        "difference": difference.difference,
+                        "ci": [difference.ci_low, difference.ci_high],
+                        "p_value": difference.p_value,
+                    }
+                )
+    return {
+        "baseline": _describe(baseline),
+        "runs": [_describe(other) for other in runs[1:]],
+        "dataset": baseline.manifest.dataset.to_dict(),
+        "questions": len(baseline.results),
+        "metrics": chosen,
+        "resamples": resamples,
+        "seed": seed,
+        "confidence": 0.95,
+        "method": (
+            "difference = run - baseline over the questions both scored, paired by "
+            "(sample_id, question_id); CI: percentile paired bootstrap; p: two-sided "
+            "paired permutation (sign flips), (1 + extreme) / (1 + resamples)"
+        ),
+        "comparisons": rows,
+    }
+
+
+def _describe(run: Run) -> dict[str, Any]:
+    return {
+        "path": str(run.path),
+        "label": run.label,
+        "memory_repr": run.manifest.memory.repr,
+        "run_identity": run.manifest.run_identity,
+        "started_at": run.manifest.started_at,
+    }
+
+
+def _number(value: float | None, signed: bool = False) -> str:
+    if value is None:
+        return "-"
+    return f"{value:+.3f}" if signed else f"{value:.3f}"
+
+
+def format_p_value(value: float | None, resamples: int) -> str:
+    """A permutation p-value as ``compare`` prints it: 4 decimals, or ``<1e-4`` at the floor
+    ``1 / (1 + resamples)`` of a test with ``resamples`` permutations; ``-`` for ``None``."""
+    if value is None:
+        return "-"
+    floor = 1 / (1 + resamples)
+    return f"<{floor:.0e}".replace("e-0", "e-") if value <= floor else f"{value:.4f}"
+
+
+def format_comparison(comparison: dict[str, Any]) -> str:
+    """The comparison as markdown: one table per compared run and metric."""
+    baseline = comparison["baseline"]
+    dataset = comparison["dataset"]
+    sha = str(dataset.get("sha256") or "")
+    lines = [
+        f"Baseline A: `{baseline['path']}` ({baseline['label']}, {baseline['memory_repr']})",
+        "",
+        f"Dataset {dataset.get('name')} (sha256 `{sha[:12]}…`), {comparison['questions']:,} "
+        f"questions paired by id. Δ = B − A; 95% CI: paired bootstrap, "
+        f"{comparison['resamples']:,} resamples, seed {comparison['seed']}; p: paired "
+        f"permutation test, {comparison['resamples']:,} sign flips, two-sided.",
+    ]
+    for other in comparison["runs"]:
+        for metric in comparison["metrics"]:
+            title = METRIC_TITLES.get(metric, metric)
+            lines += [
+                "",
+                f"### {title}: B = `{other['path']}` ({other['label']}) vs A",
+                "",
+                "| category | n | A | B | Δ | 95% CI | p |",
+                "| --- | ---: | ---: | ---: | ---: | :---: | ---: |",
+            ]
+            for row in comparison["comparisons"]:
+                if row["run"] != other["path"] or row["metric"] != metric:
+                    continue
+                low, high = row["ci"]
+                interval = "-" if low is None else f"[{low:+.3f}, {high:+.3f}]"
+                lines.append(
+                    f"| {row['group']} | {row['n']} | {_number(row['a'])} | {_number(row['b'])} "
+                    f"| {_number(row['difference'], signed=True)} | {interval} "
+                    f"| {format_p_value(row['p_value'], comparison['resamples'])} |"
+                )
+    return "\n".join(lines)
+
+
+def plot_comparison(comparison: dict[str, Any], file: Path) -> None:
+    """Per-category bars of each metric's difference, with CI whiskers, saved to ``file``."""
+    matplotlib = require("matplotlib", extra="plot", purpose="himga compare --plot")
+    matplotlib.use("Agg")
+    pyplot = require("matplotlib.pyplot", extra="plot", purpose="himga compare --plot")
+    metrics = comparison["metrics"]
+    runs = comparison["runs"]
+    groups = list(dict.fromkeys(row["group"] for row in comparison["comparisons"]))
+    figure, axes = pyplot.subplots(
+        len(metrics), 1, figsize=(1.3 * len(groups) + 2, 2.4 * len(metrics)), squeeze=False
+    )
+    width = 0.8 / len(runs)
+    for axis, metric in zip(axes[:, 0], metrics, strict=True):
+        for k, other in enumerate(runs):
+            rows = {
+                row["group"]: row
+                for row in comparison["comparisons"]
+                if row["run"] == other["path"] and row["metric"] == metric
+            }
+            xs, heights, below, above = [], [], [], []
+            for g, group in enumerate(groups):
+                row = rows.get(group)
+                if row is None or row["difference"] is None:
+                    continue
+                xs.append(g + (k - (len(runs) - 1) / 2) * width)
+                heights.append(row["difference"])
+                below.append(row["difference"] - row["ci"][0])
+                above.append(row["ci"][1] - row["difference"])
+            axis.bar(xs, heights, width, yerr=[below, above], capsize=3, label=other["label"])
+        axis.axhline(0, color="black", linewidth=0.8)
+        axis.set_ylabel(f"Δ {METRIC_TITLES.get(metric, metric)}")
+        axis.set_xticks(range(len(groups)))
+        axis.set_xticklabels(groups, fontsize=8)
+    axes[0, 0].set_title(
+        f"run − {comparison['baseline']['label']} (95% paired bootstrap CI)", fontsize=10
+    )
+    axes[0, 0].legend(fontsize=8)
+    figure.tight_layout()
+    figure.savefig(file, dpi=120)
+    pyplot.close(figure)

@@ -1,0 +1,423 @@
+"""``himga eval`` without the command line: evaluate a memory into a run directory."""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import platform
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import himga
+from himga._errors import HimgaError
+from himga.agent import BaseAgent, prompt_hashes
+from himga.eval import (
+    SEARCH_K,
+    AgentSpec,
+    CheckpointMismatchError,
+    EvalOptions,
+    EvalResult,
+    JudgeScores,
+    RayExecutor,
+    RunIdentity,
+    Shard,
+    batch_judge,
+    compute_metrics,
+    redact,
+    run_eval,
+)
+from himga.eval._checkpoint import Checkpoint
+from himga.eval._identity import memory_config, temperature_of
+from himga.eval._shard import coverage
+from himga.llm import HasBaseURL, HasCacheStats, HasMaxRetries, HasUsage, LLMClient
+from himga.llm._client import public_url
+from himga.memory import BaseMemory, LLMUser, memory_provenance, resolve_memory
+from himga.runs._manifest import DatasetInfo, Manifest, MemoryInfo, ShardInfo
+from himga.runs._preflight import PreflightReport, preflight
+from himga.runs._rundir import RunDir, RunDirError
+
+__all__ = ["EvalRequest", "PreflightFailedError", "RunOutcome", "evaluate_run"]
+
+
+class PreflightFailedError(HimgaError, ValueError):
+    """The memory failed pre-flight; ``report`` says which contract and how."""
+
+    def __init__(self, report: PreflightReport) -> None:
+        super().__init__(f"pre-flight failed: [{report.failed}] {report.problem}")
+        self.report = report
+
+
+@dataclass(frozen=True)
+class EvalRequest:
+    """What ``himga eval`` is asked to do; each field is the option of the same name.
+
+    ``memory_arguments`` are the memory's constructor arguments, ``preflight``
+    whether to check it first, ``out`` the run directory (default
+    ``runs/<UTC timestamp>``), ``worker_resources`` each Ray worker's,
+    ``search_k`` the search depth (:class:`~himga.eval.EvalOptions`), and
+    ``arguments`` the invocation as the manifest records it (default: these fields).
+    """
+
+    dataset: str = "locomo"
+    data_path: Path | None = None
+    memory: str = "bm25"
+    memory_arguments: Mapping[str, Any] = field(default_factory=dict)
+    memory_timeout: float | None = None
+    preflight: bool = True
+    llm: str | None = None
+    model: str | None = None
+    llm_cache: Path | None = None
+    limit: int | None = None
+    out: Path | None = None
+    resume: bool = False
+    fresh: bool = False
+    judge: bool | None = None
+    concurrency: int | None = None
+    show_progress: bool = True
+    shard: Shard | None = None
+    ray: str | None = None
+    workers: int | None = None
+    worker_resources: Mapping[str, float] = field(default_factory=dict)
+    search_k: int = SEARCH_K
+    arguments: Mapping[str, Any] | None = None
+
+
+@dataclass(frozen=True)
+class RunOutcome:
+    """A finished ``himga eval``: where it wrote, what it found, and how much was resumed
+    (``resumed`` of the ``planned`` questions came from the checkpoint)."""
+
+    out: Path
+    manifest: Manifest
+    metrics: dict[str, Any]
+    results: list[EvalResult]
+    resumed: int
+    planned: int
+
+    @property
+    def incomplete(self) -> bool:
+        """Whether any question failed: a memory, LLM or judge error."""
+        counts = self.metrics["counts"]
+        return bool(counts["errors"] or counts["memory_errors"] or counts.get("judge_errors"))
+
+    def summary(self) -> list[str]:
+        """What ``himga eval`` prints after the table: the counts and where they were written."""
+        counts = self.metrics["counts"]
+        judged = self.manifest.judge is not None
+        return [
+            f"{counts['questions']} questions, {counts['memory_errors']} memory errors, "
+            f"{counts['answered']} answered, {counts['errors']} LLM errors"
+            + (f", {counts['judge_errors']} judge errors" if judged else "")
+            + f"; wrote {self.out}/results.jsonl, metrics.json, manifest.json"
+        ]
+
+    def problems(self) -> list[str]:
+        """What failed, for stderr: the first three memory and LLM errors, and one line per
+        kind of failure with its count and what to do (empty when the run is complete)."""
+        counts = self.metrics["counts"]
+        lines = [
+            f"memory error: {f['sample_id']} {f['question_id']}: "
+            f"{f['method']} raised {f['type']}: {f['message']}"
+            for f in self.metrics["memory_errors"][:3]
+        ]
+        if counts["memory_errors"]:
+            lines.append(
+                f"himga eval: incomplete: {counts['memory_errors']} questions failed in the "
+                "memory (listed in metrics.json, excluded from the metrics)"
+            )
+        # Failed calls are reported, never scored; rerunning with --resume retries them.
+        lines += [
+            f"error: {e['sample_id']} {e['question_id']}: {e['error']}"
+            for e in self.metrics["errors"][:3]
+        ]
+        if counts["errors"]:
+            lines.append(
+                f"himga eval: incomplete: {counts['errors']} LLM calls failed after retries "
+                f"(listed in metrics.json); rerun with --out {self.out} --resume to retry them"
+            )
+        if counts.get("judge_errors"):
+            lines.append(
+                f"himga eval: incomplete: {counts['judge_errors']} answers could not be judged "
+                "(the judge call failed or named no verdict; judge_error in results.jsonl)"
+            )
+        return lines
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+def _dataset_checksum(path: Path) -> str:
+    """SHA-256 of the dataset file; of its files' names and bytes, sorted, for a directory."""
+    digest = hashlib.sha256()
+    single = path.is_file()
+    files = [path] if single else sorted(p for p in path.rglob("*") if p.is_file())
+    for file in files:
+        if not single:
+            digest.update(str(file.relative_to(path)).encode("utf-8") + b"\0")
+        with file.open("rb") as handle:
+            for block in iter(lambda: handle.read(1 << 20), b""):
+                digest.update(block)
+    return digest.hexdigest()
+
+
+def _silent(note: str) -> None:
+    """The default ``notify``: tell nothing."""
+
+
+def evaluate_run(request: EvalRequest, *, notify: Callable[[str], None] = _silent) -> RunOutcome:
+    """Run ``request`` into its run directory and return what it wrote.
+
+    ``notify`` receives notes worth telling before the run ends (a limited
+    pre-flight). Raises :class:`PreflightFailedError`, :class:`RunDirError`
+    (the directory cannot hold this run), and the errors of the dataset,
+    memory and LLM configuration.
+    """
+    from himga.benchmarks import get_benchmark
+    from himga.data import load_dataset, resolve_dataset
+    from himga.eval.judge import prompt_hashes as judge_prompt_hashes
+
+    started_at = _now()
+    started = time.perf_counter()
+    # Cheap failures (memory spec, pre-flight, API key) before the dataset is read or fetched.
+    resolved = resolve_memory(request.memory, request.memory_arguments)
+    report = None
+    if request.preflight:
+        report = preflight(resolved, timeout=request.memory_timeout)
+        if report.failed is not None:
+            raise PreflightFailedError(report)
+        if report.limited:
+            checked = ", ".join(report.checked) or "nothing"
+            notify(f"pre-flight: only {checked} checked ({report.limited})")
+    llm: LLMClient | None = None
+    if request.llm is not None:
+        from himga.llm import get_client
+
+        llm = get_client(request.llm, model=request.model, cache=request.llm_cache)
+
+    def create_memory() -> BaseMemory:
+        memory = resolved.create()
+        # A memory that builds with an LLM (MAGMA) uses the run's client, and its cache;
+        # so does the fresh instance that replaces one stuck in a timed-out call.
+        if llm is not None and isinstance(memory, LLMUser):
+            memory.attach_llm(llm)
+        return memory
+
+    memory = create_memory()
+    judging = llm is not None and request.judge is not False
+    resolution = resolve_dataset(request.dataset, path=request.data_path)
+    dataset_sha256 = _dataset_checksum(resolution.path)
+    samples = load_dataset(request.dataset, path=resolution.path, limit=request.limit)
+    covered = coverage(samples)
+    if request.shard is not None:
+        samples = request.shard.select(samples)
+    out = request.out or Path("runs") / started_at.replace(":", "").replace("-", "")
+    agent = BaseAgent(memory=memory, llm=llm)
+    judge_identity = None
+    benchmark_judge = get_benchmark(request.dataset).judge
+    if llm is not None and judging:
+        judge_identity = {
+            "provider": llm.provider,
+            "model": llm.model,
+            "temperature": temperature_of(llm),
+            "prompt_hashes": judge_prompt_hashes(
+                benchmark_judge.prompts if benchmark_judge else {}
+            ),
+        }
+    # The Ray workers open the same cache file, so a re-run is answered from it there too.
+    llm_settings = {} if request.llm_cache is None else {"cache": str(request.llm_cache)}
+    spec = AgentSpec(
+        memory=request.memory,
+        memory_arguments=resolved.arguments,
+        llm=request.llm,
+        model=request.model,
+        llm_settings=llm_settings,
+    )
+    identity = spec.run_identity(
+        agent,
+        judge=judge_identity,
+        dataset=request.dataset,
+        dataset_sha256=dataset_sha256,
+        search_k=request.search_k,
+    )
+    with RunDir(out) as run_dir:
+        run_dir.claim(resume=request.resume, fresh=request.fresh)
+        keys = {(s.sample_id, qa.question_id) for s in samples for qa in s.qa_pairs}
+        resumed = _resumable(run_dir, identity, keys) if request.resume else 0
+        if request.shard is not None:
+            run_dir.write_json("shard.json", {"shard": str(request.shard), "covers": covered})
+        options = EvalOptions(
+            show_progress=request.show_progress,
+            checkpoint=run_dir.checkpoint,
+            memory_timeout=request.memory_timeout,
+            identity=identity,
+            search_k=request.search_k,
+        )
+        try:
+            if request.ray is not None:
+                results = run_eval(
+                    samples, agent=spec, options=options, executor=_ray_executor(request)
+                )
+            else:
+                results = run_eval(
+                    samples,
+                    agent=agent,
+                    options=options,
+                    max_concurrency=request.concurrency,
+                    memory_factory=create_memory,
+                )
+        except CheckpointMismatchError as exc:
+            raise RunDirError(f"{exc}; rerun with --fresh to start over in {out}") from exc
+        judge: JudgeScores | None = None
+        if llm is not None and judging:
+            # Verdicts persist beside the checkpoint, so a resumed run re-asks none.
+            cache_file = run_dir.file("judge_cache.json")
+            cache = run_dir.read_json(cache_file.name) if cache_file.exists() else {}
+            judge = batch_judge(
+                results,
+                llm=llm,
+                cache=cache,
+                show_progress=request.show_progress,
+                max_concurrency=request.concurrency,
+            )
+            run_dir.write_json(cache_file.name, cache)
+        metrics = compute_metrics(results, judge)
+        wall = time.perf_counter() - started
+        checksum = run_dir.write_results(_records(results, judge))
+        run_dir.write_json("metrics.json", metrics)
+        provenance = memory_provenance(
+            [resolved.target.partition(":")[0].strip(), type(memory).__module__]
+        )
+        prompts: dict[str, Any] = {"answer": prompt_hashes()}
+        if judge is not None:
+            prompts["judge"] = judge.prompt_hashes
+        arguments = dict(request.arguments or _arguments(request))
+        arguments["judge"] = judge is not None
+        manifest = Manifest(
+            himga_version=himga.__version__,
+            arguments=arguments,
+            started_at=started_at,
+            finished_at=_now(),
+            wall_time_s=round(wall, 3),
+            dataset=DatasetInfo(
+                name=request.dataset,
+                path=str(resolution.path),
+                sha256=dataset_sha256,
+                limit=request.limit,
+                samples=len(samples),
+                questions=len(results),
+            ),
+            memory=MemoryInfo(
+                spec=request.memory,
+                target=resolved.target,
+                arguments=dict(resolved.arguments),
+                class_name=f"{type(memory).__module__}:{type(memory).__qualname__}",
+                repr=memory_config(memory),
+                distribution=provenance.distribution,
+                version=provenance.version,
+                source_sha256=provenance.source_sha256,
+                source_files=len(provenance.files),
+                timeout_s=request.memory_timeout,
+            ),
+            preflight=None if report is None else report.describe(),
+            run_identity=identity.fingerprint,
+            shard=None
+            if request.shard is None
+            else ShardInfo(request.shard.index, request.shard.count),
+            resumed=resumed,
+            llm=_describe_llm(llm, request.concurrency),
+            prompt_hashes=prompts,
+            judge=None if judge is None else judge.describe(),
+            tokens={
+                "answer_input": sum(r.input_tokens for r in results),
+                "answer_output": sum(r.output_tokens for r in results),
+                "client_usage_this_invocation": _usage(llm),
+            },
+            counts=metrics["counts"],
+            python=platform.python_version(),
+            platform=platform.platform(),
+            results_sha256=checksum,
+        )
+        run_dir.write_manifest(manifest)
+    return RunOutcome(out, manifest, metrics, results, resumed, len(keys))
+
+
+def _ray_executor(request: EvalRequest) -> RayExecutor:
+    if request.worker_resources:
+        return RayExecutor(
+            address=request.ray,
+            num_workers=request.workers or 2,
+            llm_concurrency_total=request.concurrency,
+            worker_resources=dict(request.worker_resources),
+        )
+    return RayExecutor(
+        address=request.ray,
+        num_workers=request.workers or 2,
+        llm_concurrency_total=request.concurrency,
+    )
+
+
+def _arguments(request: EvalRequest) -> dict[str, Any]:
+    """The request as the manifest's ``arguments``: JSON scalars, the rest as strings."""
+    found: dict[str, Any] = {}
+    for f in dataclasses.fields(request):
+        if f.name in ("arguments", "memory_arguments", "worker_resources"):
+            continue
+        value = getattr(request, f.name)
+        scalar = value is None or isinstance(value, (int, float, bool))
+        found[f.name] = value if scalar else str(value)
+    return found
+
+
+def _records(results: Sequence[EvalResult], judge: JudgeScores | None) -> list[dict[str, Any]]:
+    """The lines of ``results.jsonl``: each result, with its judge score and error if judged."""
+    records = []
+    for index, result in enumerate(results):
+        record = result.to_dict()
+        if judge is not None:
+            score = judge[index]
+            record["judge"] = None if score != score else score  # NaN -> null
+            error = judge.errors.get(index)
+            record["judge_error"] = None if error is None else redact(error)
+        records.append(record)
+    return records
+
+
+def _resumable(run_dir: RunDir, identity: RunIdentity, keys: set[tuple[str, str]]) -> int:
+    """How many of ``keys`` the checkpoint holds finished; raises if it is another run's."""
+    store = Checkpoint(run_dir.checkpoint, identity.to_dict())
+    try:
+        done = store.open()
+    except CheckpointMismatchError as exc:
+        raise RunDirError(f"{exc}; rerun with --fresh to start over in {run_dir.path}") from exc
+    finally:
+        store.close()
+    return sum(
+        key in keys and r.error is None and r.memory_error is None for key, r in done.items()
+    )
+
+
+def _describe_llm(llm: LLMClient | None, concurrency: int | None) -> dict[str, Any] | None:
+    if llm is None:
+        return None
+    cache = llm.cache_stats if isinstance(llm, HasCacheStats) else None
+    return {
+        "provider": llm.provider,
+        "model": llm.model,
+        "base_url": public_url(llm.base_url) if isinstance(llm, HasBaseURL) else None,
+        "temperature": temperature_of(llm),
+        "max_retries": llm.max_retries if isinstance(llm, HasMaxRetries) else None,
+        "max_concurrency": concurrency or llm.max_concurrency,
+        "cache": None if cache is None else dataclasses.asdict(cache),
+    }
+
+
+def _usage(llm: object) -> dict[str, Any] | None:
+    """The client's own call and token totals, if it keeps them."""
+    if not isinstance(llm, HasUsage):
+        return None
+    return dataclasses.asdict(llm.usage)

@@ -1,0 +1,43 @@
+"""Atomic file writes: a reader (or a crash) sees the old file or the new one, never a torn one."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+__all__ = ["json_text", "write_json", "write_jsonl", "write_text_atomic"]
+
+
+def write_text_atomic(path: Path, text: str) -> None:
+    """Write ``text`` (UTF-8) to ``path``: a temporary file beside it, fsync'd, then renamed
+    over ``path`` (atomic on POSIX and Windows), so ``path`` is never seen half-written."""
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        with temporary.open("w", encoding="utf-8", newline="\n") as file:
+            file.write(text)
+            file.flush()
+            os.fsync(file.fileno())
+        os.replace(temporary, path)
+    finally:
+        temporary.unlink(missing_ok=True)
+
+
+def json_text(data: Mapping[str, Any]) -> str:
+    """The JSON text himga writes for one object: indented, UTF-8 kept, newline-terminated."""
+    return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
+
+
+def write_json(path: Path, data: Mapping[str, Any]) -> None:
+    """:func:`json_text` of ``data`` written atomically to ``path``."""
+    write_text_atomic(path, json_text(data))
+
+
+def write_jsonl(path: Path, records: Iterable[Mapping[str, Any]]) -> str:
+    """One compact JSON object per line, written atomically; the SHA-256 (hex) of the bytes."""
+    text = "".join(json.dumps(record, ensure_ascii=False) + "\n" for record in records)
+    write_text_atomic(path, text)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()

@@ -1,0 +1,245 @@
+"""The run manifest: what was run, on what, when and with what outcome, as typed data.
+
+``manifest.json`` of a run directory is :meth:`Manifest.to_dict`. Format 1 adds
+``format`` and ``results_sha256`` to what himga 0.1.0 wrote (format 0, no
+``format`` key), which still reads: its files are the same otherwise.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields
+from typing import Any, ClassVar, cast
+
+from typing_extensions import Self
+
+from himga._errors import HimgaError
+
+__all__ = ["MANIFEST_FORMAT", "DatasetInfo", "Manifest", "ManifestError", "MemoryInfo", "ShardInfo"]
+
+#: The manifest format this himga writes; it reads this one and every older one.
+MANIFEST_FORMAT = 1
+
+
+class ManifestError(HimgaError, ValueError):
+    """A manifest is not one himga can read (the message names the field)."""
+
+
+def _get(data: Mapping[str, Any], name: str, kind: type | tuple[type, ...], where: str) -> Any:
+    if name not in data:
+        raise ManifestError(f"{where}: no field {name!r}")
+    value = data[name]
+    if not isinstance(value, kind):
+        raise ManifestError(f"{where}.{name}: expected {_kind(kind)}, got {value!r}")
+    return value
+
+
+def _kind(kind: type | tuple[type, ...]) -> str:
+    kinds = kind if isinstance(kind, tuple) else (kind,)
+    return " or ".join("null" if k is type(None) else k.__name__ for k in kinds)
+
+
+_OBJECT = (dict, type(None))
+_INT = (int, type(None))
+_STR = (str, type(None))
+_Kinds = Mapping[str, "type | tuple[type, ...]"]
+# Field names that are not the JSON key (``class`` is a keyword).
+_KEYS = {"class_name": "class"}
+
+
+class _Record:
+    """A section of the manifest: a frozen dataclass whose fields are JSON keys, in order,
+    read back with each field's JSON type checked (``_KINDS``) under the name ``_SECTION``."""
+
+    _SECTION: ClassVar[str]
+    _KINDS: ClassVar[_Kinds]
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready, in manifest order."""
+        found: dict[str, Any] = {}
+        for f in fields(cast(Any, self)):
+            value = getattr(self, f.name)
+            found[_KEYS.get(f.name, f.name)] = dict(value) if isinstance(value, Mapping) else value
+        return found
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Self:
+        """The inverse of :meth:`to_dict`; :class:`ManifestError` naming a bad field."""
+        return cls(
+            **{
+                f.name: _get(data, _KEYS.get(f.name, f.name), cls._KINDS[f.name], cls._SECTION)
+                for f in fields(cast(Any, cls))
+            }
+        )
+
+
+@dataclass(frozen=True)
+class DatasetInfo(_Record):
+    """The data of a run: ``name``, file ``path`` and its ``sha256``, the ``--limit``, and how
+    many ``samples`` and ``questions`` the run covered."""
+
+    _SECTION = "dataset"
+    _KINDS: ClassVar[_Kinds] = {
+        "name": str,
+        "path": str,
+        "sha256": str,
+        "limit": _INT,
+        "samples": int,
+        "questions": int,
+    }
+
+    name: str
+    path: str
+    sha256: str
+    limit: int | None
+    samples: int
+    questions: int
+
+
+@dataclass(frozen=True)
+class MemoryInfo(_Record):
+    """The memory of a run: its ``spec`` and resolved ``target``, constructor ``arguments``,
+    ``class_name`` (``module:qualname``; ``class`` in JSON) and ``repr``, the
+    ``distribution`` and ``version`` that provide it, its source hash and file count, and
+    the per-call ``timeout_s``."""
+
+    _SECTION = "memory"
+    _KINDS: ClassVar[_Kinds] = {
+        "spec": str,
+        "target": str,
+        "arguments": dict,
+        "class_name": str,
+        "repr": _STR,
+        "distribution": _STR,
+        "version": _STR,
+        "source_sha256": str,
+        "source_files": int,
+        "timeout_s": (int, float, type(None)),
+    }
+
+    spec: str
+    target: str
+    arguments: Mapping[str, Any]
+    class_name: str
+    repr: str | None
+    distribution: str | None
+    version: str | None
+    source_sha256: str
+    source_files: int
+    timeout_s: float | None
+
+    @property
+    def label(self) -> str:
+        """The spec with its arguments, e.g. ``bm25 k=20``."""
+        arguments = " ".join(f"{k}={v}" for k, v in self.arguments.items())
+        return " ".join(part for part in (self.spec, arguments) if part)
+
+
+@dataclass(frozen=True)
+class ShardInfo(_Record):
+    """Shard ``index`` of ``count`` (0-based); ``file`` holds what the whole run covers."""
+
+    _SECTION = "shard"
+    _KINDS: ClassVar[_Kinds] = {"index": int, "count": int, "file": str}
+
+    index: int
+    count: int
+    file: str = "shard.json"
+
+
+@dataclass(frozen=True)
+class Manifest:
+    """``manifest.json``: everything needed to trace a run's numbers back to what made them.
+
+    Typed where other code reads the field (dataset, memory, shard, identity,
+    checksum); the descriptive sections (``preflight``, ``llm``, ``judge``,
+    ``tokens``, ``counts``, the command-line ``arguments``) are JSON objects as
+    written. ``results_sha256`` is the SHA-256 of ``results.jsonl`` (``None`` in
+    format 0), so an edited results file is detected when the run is read.
+    """
+
+    himga_version: str
+    arguments: Mapping[str, Any]
+    started_at: str
+    finished_at: str
+    wall_time_s: float
+    dataset: DatasetInfo
+    memory: MemoryInfo
+    run_identity: str
+    preflight: Mapping[str, Any] | None = None
+    shard: ShardInfo | None = None
+    resumed: int = 0
+    llm: Mapping[str, Any] | None = None
+    prompt_hashes: Mapping[str, Any] = field(default_factory=dict)
+    judge: Mapping[str, Any] | None = None
+    tokens: Mapping[str, Any] = field(default_factory=dict)
+    counts: Mapping[str, Any] = field(default_factory=dict)
+    python: str = ""
+    platform: str = ""
+    results_sha256: str | None = None
+    format: int = MANIFEST_FORMAT
+
+    @property
+    def label(self) -> str:
+        """The memory spec with its arguments, e.g. ``bm25 k=20``."""
+        return self.memory.label
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON object of ``manifest.json``."""
+        return {
+            "format": self.format,
+            "himga_version": self.himga_version,
+            "arguments": dict(self.arguments),
+            "started_at": self.started_at,
+            "finished_at": self.finished_at,
+            "wall_time_s": self.wall_time_s,
+            "dataset": self.dataset.to_dict(),
+            "memory": self.memory.to_dict(),
+            "preflight": None if self.preflight is None else dict(self.preflight),
+            "run_identity": self.run_identity,
+            "shard": None if self.shard is None else self.shard.to_dict(),
+            "resumed": self.resumed,
+            "llm": None if self.llm is None else dict(self.llm),
+            "prompt_hashes": dict(self.prompt_hashes),
+            "judge": None if self.judge is None else dict(self.judge),
+            "tokens": dict(self.tokens),
+            "counts": dict(self.counts),
+            "python": self.python,
+            "platform": self.platform,
+            "results_sha256": self.results_sha256,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Manifest:
+        """The inverse of :meth:`to_dict`, for every format up to :data:`MANIFEST_FORMAT`;
+        :class:`ManifestError` naming the field otherwise."""
+        version = data.get("format", 0)
+        if not isinstance(version, int) or version > MANIFEST_FORMAT:
+            raise ManifestError(
+                f"manifest format {version!r} is newer than this himga reads "
+                f"({MANIFEST_FORMAT}): upgrade himga to read this run"
+            )
+        w = "manifest"
+        shard = _get(data, "shard", _OBJECT, w)
+        return cls(
+            format=version,
+            himga_version=_get(data, "himga_version", str, w),
+            arguments=_get(data, "arguments", dict, w),
+            started_at=_get(data, "started_at", str, w),
+            finished_at=_get(data, "finished_at", str, w),
+            wall_time_s=_get(data, "wall_time_s", (int, float), w),
+            dataset=DatasetInfo.from_dict(_get(data, "dataset", dict, w)),
+            memory=MemoryInfo.from_dict(_get(data, "memory", dict, w)),
+            preflight=_get(data, "preflight", _OBJECT, w),
+            run_identity=_get(data, "run_identity", str, w),
+            shard=None if shard is None else ShardInfo.from_dict(shard),
+            resumed=_get(data, "resumed", int, w),
+            llm=_get(data, "llm", _OBJECT, w),
+            prompt_hashes=_get(data, "prompt_hashes", dict, w),
+            judge=_get(data, "judge", _OBJECT, w),
+            tokens=_get(data, "tokens", dict, w),
+            counts=_get(data, "counts", dict, w),
+            python=_get(data, "python", str, w),
+            platform=_get(data, "platform", str, w),
+            results_sha256=_get(data, "results_sha256", _STR, w) if version >= 1 else None,
+        )

@@ -1,0 +1,155 @@
+"""``himga report``'s content: a run's table, its manifest in prose, and a plot."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from himga._extras import require
+from himga.runs._compare import METRIC_TITLES
+from himga.runs._rundir import Run
+
+__all__ = ["plot_report", "render_report"]
+
+_PLOTTED = ("judge", "f1", "context_recall_any", "recall@10")
+
+
+def _count(value: Any) -> str:
+    return f"{value:,}" if isinstance(value, int) else str(value)
+
+
+def render_report(run: Run, table: str, figure: str) -> str:
+    """The report's markdown: ``table`` is the per-category table of the run's metrics,
+    ``figure`` the plot's markdown (or why there is none)."""
+    manifest = run.manifest.to_dict()
+    memory = manifest["memory"]
+    dataset = manifest["dataset"]
+    llm = manifest["llm"]
+    judge = manifest["judge"]
+    tokens = manifest["tokens"]
+    counts = run.metrics.get("counts", {})
+    arguments = memory.get("arguments") or {}
+    given = ", ".join(f"`{k}={v!r}`" for k, v in arguments.items()) or "no arguments"
+    provider = (
+        f"distribution {memory['distribution']} {memory.get('version')}"
+        if memory.get("distribution")
+        else "no installed distribution (a local module)"
+    )
+    what = [
+        f"Memory `{memory.get('spec')}` (`{memory.get('target', memory.get('class'))}`, "
+        f"{given}), an instance of `{memory.get('class')}` whose repr is "
+        f"`{memory.get('repr')}`, provided by {provider}; its source "
+        f"({_count(memory.get('source_files'))} files) hashes to "
+        f"`{str(memory.get('source_sha256'))[:16]}…`.",
+    ]
+    if llm is None:
+        what.append("No LLM: the run measured retrieval only (nothing was answered or judged).")
+    else:
+        what.append(
+            f"Answers by {llm.get('provider')} model `{llm.get('model')}` "
+            f"(temperature {llm.get('temperature')}, {llm.get('max_concurrency')} calls in "
+            f"flight, base URL {llm.get('base_url')})."
+        )
+        if judge is None:
+            what.append("The answers were not judged.")
+        else:
+            what.append(
+                f"Judged by {judge.get('provider')} model `{judge.get('model')}` "
+                f"({judge.get('errors')} judge errors)."
+            )
+    preflight = manifest.get("preflight")
+    if preflight is None:
+        what.append("Pre-flight was skipped (`--no-preflight`).")
+    else:
+        what.append(
+            f"Pre-flight passed {', '.join(preflight.get('checked', []))} in "
+            f"{preflight.get('seconds')} s"
+            + (f" ({preflight['limited']})." if preflight.get("limited") else ".")
+        )
+    on_what = (
+        f"Dataset `{dataset.get('name')}` at `{dataset.get('path')}` (sha256 "
+        f"`{dataset.get('sha256')}`): {_count(dataset.get('samples'))} samples, "
+        f"{_count(dataset.get('questions'))} questions"
+        + (f" (`--limit {dataset['limit']}`)." if dataset.get("limit") else ".")
+    )
+    when = (
+        f"Started {manifest.get('started_at')}, finished {manifest.get('finished_at')} "
+        f"({manifest.get('wall_time_s')} s wall) with himga {manifest.get('himga_version')} "
+        f"on Python {manifest.get('python')} ({manifest.get('platform')}); "
+        f"{_count(manifest.get('resumed', 0))} results resumed from a checkpoint. "
+        f"Run identity `{manifest.get('run_identity')}`."
+    )
+    usage = tokens.get("client_usage_this_invocation") or {}
+    cost = (
+        f"Answer tokens: {_count(tokens.get('answer_input', 0))} in, "
+        f"{_count(tokens.get('answer_output', 0))} out (summed over the results)."
+    )
+    if usage:
+        cost += (
+            f" The client counted {_count(usage.get('calls'))} calls in this invocation "
+            f"(answers and judge): {_count(usage.get('input_tokens'))} tokens in, "
+            f"{_count(usage.get('output_tokens'))} out."
+        )
+    outcome = (
+        f"{_count(counts.get('questions'))} questions: {_count(counts.get('memory_errors', 0))} "
+        f"memory errors (excluded from the metrics), {_count(counts.get('answered'))} answered, "
+        f"{_count(counts.get('errors'))} LLM errors, {_count(counts.get('judged'))} judged."
+    )
+    return "\n".join(
+        [
+            f"# himga run report: `{run.label}` on `{dataset.get('name')}`",
+            "",
+            f"Run directory `{run.path}`.",
+            "",
+            "## Results",
+            "",
+            "```text",
+            table,
+            "```",
+            "",
+            outcome,
+            "",
+            figure,
+            "",
+            "## What was run",
+            "",
+            " ".join(what),
+            "",
+            "## On what",
+            "",
+            on_what,
+            "",
+            "## When",
+            "",
+            when,
+            "",
+            "## Cost",
+            "",
+            cost,
+            "",
+        ]
+    )
+
+
+def plot_report(run: Run, file: Path) -> None:
+    """The per-category bars of a run's main metrics, saved to ``file`` (needs the plot extra)."""
+    matplotlib = require("matplotlib", extra="plot", purpose="the plot of himga report")
+    matplotlib.use("Agg")
+    pyplot = require("matplotlib.pyplot", extra="plot", purpose="the plot of himga report")
+    blocks = dict(run.metrics["by_category"])
+    blocks["overall"] = run.metrics["overall"]
+    metrics = [m for m in _PLOTTED if any(b.get(m) is not None for b in blocks.values())]
+    figure, axis = pyplot.subplots(figsize=(1.4 * len(blocks) + 2, 3.2))
+    width = 0.8 / max(len(metrics), 1)
+    for k, metric in enumerate(metrics):
+        xs = [g + (k - (len(metrics) - 1) / 2) * width for g in range(len(blocks))]
+        heights = [b.get(metric) or 0.0 for b in blocks.values()]
+        axis.bar(xs, heights, width, label=METRIC_TITLES[metric])
+    axis.set_xticks(range(len(blocks)))
+    axis.set_xticklabels(list(blocks), fontsize=8)
+    axis.set_ylim(0, 1)
+    axis.set_title(f"{run.label} on {run.manifest.dataset.name}", fontsize=10)
+    axis.legend(fontsize=8)
+    figure.tight_layout()
+    figure.savefig(file, dpi=120)
+    pyplot.close(figure)

@@ -1,0 +1,325 @@
+"""The run directory: claimed (marked, locked) by one writer, written atomically, read back.
+
+A run directory holds ``checkpoint.jsonl`` (the crash-safe record of finished
+questions), ``results.jsonl``, ``metrics.json``, ``manifest.json`` and, as the
+run needs them, ``judge_cache.json``, ``shard.json``, ``merge.json`` and
+``report.md`` / ``report.png``. :data:`MARKER` says the directory is himga's;
+:data:`LOCK` is held (an OS file lock, released when the process dies, even by
+``kill -9``) while a process writes it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+import sys
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from types import TracebackType
+from typing import IO, Any
+
+from himga._errors import HimgaError
+from himga.eval._result import EvalResult
+from himga.runs._files import write_json, write_jsonl
+from himga.runs._manifest import Manifest, ManifestError
+
+__all__ = [
+    "LOCK",
+    "MARKER",
+    "RUN_FILES",
+    "Run",
+    "RunDir",
+    "RunDirError",
+    "RunLockedError",
+    "RunReadError",
+]
+
+#: Marks a directory as a himga run directory (``--fresh`` deletes only in one).
+MARKER = ".himga-run"
+#: Held locked by the process writing the run directory.
+LOCK = ".himga-run.lock"
+#: The files of a run (``--fresh`` removes them; the marker and the lock stay).
+RUN_FILES = (
+    "checkpoint.jsonl",
+    "judge_cache.json",
+    "results.jsonl",
+    "metrics.json",
+    "manifest.json",
+    "shard.json",
+    "merge.json",
+    "report.md",  # himga report: it would describe the discarded run
+    "report.png",
+)
+
+
+class RunDirError(HimgaError, ValueError):
+    """A directory cannot be used as this run's directory (the message says why and what to do)."""
+
+
+class RunLockedError(RunDirError):
+    """Another process is writing the run directory."""
+
+
+class RunReadError(HimgaError, ValueError):
+    """A run directory is missing a file or holds a malformed one (the message says which)."""
+
+
+@dataclass(frozen=True)
+class Run:
+    """A finished run as read back: its manifest, metrics and results (with judge scores,
+    NaN where a question has none)."""
+
+    path: Path
+    manifest: Manifest
+    metrics: dict[str, Any]
+    results: list[EvalResult]
+    judge: list[float]
+
+    @property
+    def label(self) -> str:
+        """The memory spec with its arguments, e.g. ``bm25 k=20``."""
+        return self.manifest.label
+
+
+def _lock(file: IO[bytes]) -> bool:
+    """Take the exclusive lock on ``file`` without waiting; whether it was free."""
+    if sys.platform == "win32":
+        import msvcrt
+
+        try:
+            msvcrt.locking(file.fileno(), msvcrt.LK_NBLCK, 1)
+        except OSError:
+            return False
+        return True
+    import fcntl
+
+    try:
+        fcntl.flock(file.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return False
+    return True
+
+
+def _first_line(path: Path) -> bytes:
+    try:
+        with path.open("rb") as file:
+            return file.readline(4096)
+    except OSError:
+        return b""
+
+
+class RunDir:
+    """One run directory at ``path``: :meth:`claim` it to write a run, :meth:`read` a finished one.
+
+    Usable as a context manager: the lock taken by :meth:`claim` is released on exit.
+    """
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.path = Path(path)
+        self._lock_file: IO[bytes] | None = None
+
+    def __repr__(self) -> str:
+        return f"RunDir({str(self.path)!r})"
+
+    def __enter__(self) -> RunDir:
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        value: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self.release()
+
+    @property
+    def checkpoint(self) -> Path:
+        """``checkpoint.jsonl``."""
+        return self.path / "checkpoint.jsonl"
+
+    def file(self, name: str) -> Path:
+        """The path of file ``name`` in the run directory."""
+        return self.path / name
+
+    def is_himga(self) -> bool:
+        """Whether the directory is himga's: missing, empty, marked, or written by himga
+        0.1.0 (a checkpoint or manifest of its making; it wrote no marker)."""
+        if not self.path.is_dir():
+            return not self.path.exists()
+        names = {entry.name for entry in self.path.iterdir()}
+        if not names - {LOCK} or MARKER in names:
+            return True
+        return _first_line(self.checkpoint).startswith(b'{"himga_checkpoint"') or (
+            '"himga_version"' in _head(self.file("manifest.json"))
+        )
+
+    def claim(self, *, resume: bool = False, fresh: bool = False) -> None:
+        """Make the directory this process's run directory, or :class:`RunDirError` saying why not.
+
+        Refused: a path that is a file or cannot be written; a non-empty directory
+        that is not himga's (:meth:`is_himga`), ``fresh`` included; another
+        process writing it (:class:`RunLockedError`); a run there (its
+        checkpoint, or with none its results) unless ``resume`` or ``fresh``;
+        ``resume`` without a checkpoint. ``fresh`` deletes :data:`RUN_FILES`.
+        The lock is held until :meth:`release`.
+        """
+        path = self.path
+        if path.exists() and not path.is_dir():
+            raise RunDirError(f"{path} is a file, not a run directory: choose another --out")
+        if not self.is_himga():
+            raise RunDirError(
+                f"{path} is not empty and not a himga run directory (no {MARKER}): "
+                "refusing to write or delete there; choose an empty or new --out"
+            )
+        try:
+            path.mkdir(parents=True, exist_ok=True)
+            lock_file = (path / LOCK).open("a+b")
+        except OSError as exc:
+            raise RunDirError(f"cannot write the run directory {path}: {exc.strerror}") from None
+        if not _lock(lock_file):
+            lock_file.close()
+            raise RunLockedError(
+                f"{path} is being written by another himga process (it holds {LOCK}): "
+                "wait for it to finish or choose another --out"
+            )
+        self._lock_file = lock_file
+        try:
+            self._prepare(resume=resume, fresh=fresh)
+        except BaseException:
+            self.release()
+            raise
+
+    def _prepare(self, *, resume: bool, fresh: bool) -> None:
+        path = self.path
+        exists = self.checkpoint.is_file()
+        if fresh:
+            for name in RUN_FILES:
+                self.file(name).unlink(missing_ok=True)
+        elif resume and not exists:
+            raise RunDirError(
+                f"--resume: {path} holds no run to resume (no {self.checkpoint.name})"
+            )
+        elif exists and not resume:
+            raise RunDirError(
+                f"{path} already holds a run: pass --resume to continue it or --fresh to start over"
+            )
+        elif not resume:
+            left = [name for name in RUN_FILES if self.file(name).exists()]
+            if left:
+                raise RunDirError(
+                    f"{path} holds a run's {', '.join(left)} but no checkpoint to resume: "
+                    "pass --fresh to start over there, or choose another --out"
+                )
+        write_json(self.file(MARKER), {"himga_run_directory": 1})
+
+    def release(self) -> None:
+        """Release the lock (idempotent)."""
+        if self._lock_file is not None:
+            self._lock_file.close()
+            self._lock_file = None
+
+    def write_json(self, name: str, data: Mapping[str, Any]) -> None:
+        """Write JSON file ``name`` atomically."""
+        write_json(self.file(name), data)
+
+    def write_results(self, records: Iterable[Mapping[str, Any]]) -> str:
+        """Write ``results.jsonl`` atomically; its SHA-256, for the manifest."""
+        return write_jsonl(self.file("results.jsonl"), records)
+
+    def write_manifest(self, manifest: Manifest) -> None:
+        """Write ``manifest.json`` atomically."""
+        self.write_json("manifest.json", manifest.to_dict())
+
+    def read_json(self, name: str) -> Any:
+        """JSON file ``name``; :class:`RunReadError` if missing or invalid."""
+        file = self.file(name)
+        try:
+            return json.loads(file.read_text("utf-8"))
+        except FileNotFoundError:
+            raise RunReadError(f"{file}: missing (is {self.path} a himga eval run?)") from None
+        except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as exc:
+            raise RunReadError(f"{file}: invalid JSON: {exc}") from None
+        except OSError as exc:
+            raise RunReadError(f"{file}: cannot read: {exc.strerror}") from None
+
+    def _object(self, name: str) -> dict[str, Any]:
+        data = self.read_json(name)
+        if not isinstance(data, dict):
+            raise RunReadError(f"{self.file(name)}: expected a JSON object")
+        return data
+
+    def read_manifest(self) -> Manifest:
+        """``manifest.json`` as a :class:`Manifest`; :class:`RunReadError` naming the field."""
+        try:
+            return Manifest.from_dict(self._object("manifest.json"))
+        except ManifestError as exc:
+            raise RunReadError(
+                f"{self.file('manifest.json')}: {exc} (not written by a himga eval this version "
+                "reads; redo the run with himga eval)"
+            ) from None
+
+    def read_records(self, name: str = "results.jsonl") -> list[dict[str, Any]]:
+        """Each line of JSONL file ``name`` as an object; :class:`RunReadError` naming the line."""
+        file = self.file(name)
+        try:
+            text = file.read_text("utf-8")
+        except FileNotFoundError:
+            raise RunReadError(f"{file}: missing (is {self.path} a himga eval run?)") from None
+        except (OSError, UnicodeDecodeError) as exc:
+            raise RunReadError(f"{file}: cannot read: {exc}") from None
+        records = []
+        for number, line in enumerate(text.splitlines(), start=1):
+            try:
+                record = json.loads(line)
+            except (json.JSONDecodeError, RecursionError) as exc:
+                raise RunReadError(f"{file}:{number}: invalid JSON: {exc}") from None
+            if not isinstance(record, dict):
+                raise RunReadError(f"{file}:{number}: expected a JSON object")
+            records.append(record)
+        return records
+
+    def verify_results(self, manifest: Manifest) -> None:
+        """:class:`RunReadError` unless ``results.jsonl`` has the manifest's checksum
+        (format 0 manifests carry none: nothing to verify)."""
+        if manifest.results_sha256 is None:
+            return
+        file = self.file("results.jsonl")
+        try:
+            found = hashlib.sha256(file.read_bytes()).hexdigest()
+        except FileNotFoundError:
+            raise RunReadError(f"{file}: missing (is {self.path} a himga eval run?)") from None
+        if found != manifest.results_sha256:
+            raise RunReadError(
+                f"{file} does not match the SHA-256 recorded in manifest.json (changed after "
+                "the run); redo the run with himga eval --fresh, or restore the file"
+            )
+
+    def read(self) -> Run:
+        """The finished run: manifest, metrics and results, the results checked against the
+        manifest's checksum; :class:`RunReadError` saying what is wrong."""
+        manifest = self.read_manifest()
+        metrics = self._object("metrics.json")
+        self.verify_results(manifest)
+        file = self.file("results.jsonl")
+        results: list[EvalResult] = []
+        judge: list[float] = []
+        for number, record in enumerate(self.read_records(), start=1):
+            try:
+                results.append(EvalResult.from_dict(record))
+            except (KeyError, TypeError, ValueError) as exc:
+                raise RunReadError(f"{file}:{number}: malformed result: {exc}") from None
+            score = record.get("judge")
+            judge.append(float(score) if isinstance(score, (int, float)) else math.nan)
+        return Run(self.path, manifest, metrics, results, judge)
+
+
+def _head(path: Path) -> str:
+    """The first 4 KiB of a text file, or ``""``."""
+    try:
+        with path.open("r", encoding="utf-8", errors="replace") as file:
+            return file.read(4096)
+    except OSError:
+        return ""
