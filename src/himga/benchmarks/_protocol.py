@@ -24,9 +24,10 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol, TypeAlias, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from himga._errors import HimgaError
+from himga._json import JSONValue
 
 if TYPE_CHECKING:
     from himga.data.schema import Sample
@@ -34,11 +35,6 @@ if TYPE_CHECKING:
     from himga.eval._result import EvalResult
 
 __all__ = ["Benchmark", "JSONValue", "Judge", "JudgeRequest", "UnjudgeableError"]
-
-JSONValue: TypeAlias = (
-    "bool | int | float | str | Sequence[JSONValue] | Mapping[str, JSONValue] | None"
-)
-"""A value :func:`json.dumps` writes and :func:`json.loads` reads back equal."""
 
 
 class UnjudgeableError(HimgaError, ValueError):

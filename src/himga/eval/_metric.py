@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
 if TYPE_CHECKING:
-    from himga.benchmarks._protocol import JSONValue
+    from himga._json import JSONValue
     from himga.eval._result import EvalResult
 
 __all__ = ["Metric", "MetricNeed", "RunMetric", "mean"]
