@@ -26,7 +26,7 @@ from tqdm.auto import tqdm
 from himga.benchmarks._protocol import JSONValue, Judge, JudgeRequest, UnjudgeableError
 from himga.benchmarks._registry import find_benchmark
 from himga.eval._result import EvalResult
-from himga.llm._protocol import CachingLLMClient, LLMClient
+from himga.llm._protocol import CachingLLMClient, HasTemperature, LLMClient
 
 __all__ = [
     "JudgeScores",
@@ -173,7 +173,7 @@ async def abatch_judge(
             scores[index] = judge.score(results[index], parsed)
         except Exception as exc:  # a judge that cannot score its own verdicts: an error
             errors[index] = f"{type(exc).__name__}: {exc}"
-    temperature = getattr(llm, "temperature", None)
+    temperature = llm.temperature if isinstance(llm, HasTemperature) else None
     return JudgeScores(
         scores,
         provider=llm.provider,

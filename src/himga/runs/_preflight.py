@@ -3,18 +3,16 @@
 from __future__ import annotations
 
 import functools
-import importlib.util
-import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from himga._extras import MissingExtraError, require
 from himga.data.schema import Message, Session
 from himga.eval._memory_calls import GuardedMemory, MemoryCallFailed
 from himga.memory import ResolvedMemory
+from himga.testing import CONTRACTS, check_protocol_shape
 
 __all__ = ["PREFLIGHT_EXAMPLES", "PreflightReport", "preflight"]
 
@@ -60,10 +58,7 @@ def preflight(memory: ResolvedMemory, *, timeout: float | None) -> PreflightRepo
     """
     started = time.perf_counter()
     target: Any = memory.factory if isinstance(memory.factory, type) else memory.create()
-    problems = _protocol_shape(target)
-    if problems is None:
-        limited = "the conformance kit's signature check was not found: nothing was checked"
-        return PreflightReport((), None, "", "", limited, time.perf_counter() - started)
+    problems = check_protocol_shape(target)
     if problems:
         problem = "; ".join(problems)
         return PreflightReport((), PROTOCOL_SHAPE, problem, "", None, time.perf_counter() - started)
@@ -72,7 +67,8 @@ def preflight(memory: ResolvedMemory, *, timeout: float | None) -> PreflightRepo
     except MissingExtraError as exc:
         elapsed = time.perf_counter() - started
         return PreflightReport((PROTOCOL_SHAPE,), None, "", "", str(exc), elapsed)
-    from himga.testing import CONTRACTS, ContractViolation, check_contract
+    # Loaded only now: they need Hypothesis, which the lines above just found.
+    from himga.testing import ContractViolation, check_contract
 
     factory = memory.factory if timeout is None else _timed(memory.factory, timeout)
     checked: list[str] = [PROTOCOL_SHAPE]
@@ -92,31 +88,6 @@ def preflight(memory: ResolvedMemory, *, timeout: float | None) -> PreflightRepo
             )
         checked.append(contract.id)
     return PreflightReport(tuple(checked), None, "", "", None, time.perf_counter() - started)
-
-
-def _protocol_shape(target: Any) -> list[str] | None:
-    """Every way ``target`` misses the protocol's shape; ``None`` if the check is unavailable.
-
-    ``himga.testing`` needs Hypothesis to import, but its signature check does
-    not: without Hypothesis that module is loaded on its own, so the shape is
-    still checked.
-    """
-    try:
-        from himga.testing._contracts import check_protocol_shape
-    except MissingExtraError:
-        contracts = Path(__file__).resolve().parent.parent / "testing" / "_contracts.py"
-        spec = importlib.util.spec_from_file_location("_himga_preflight_contracts", contracts)
-        if spec is None or spec.loader is None:
-            return None
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[spec.name] = module  # dataclasses look their module up while defining
-        spec.loader.exec_module(module)
-        standalone = getattr(module, "check_protocol_shape", None)
-        if standalone is None:
-            return None
-        problems: list[str] = standalone(target)
-        return problems
-    return check_protocol_shape(target)
 
 
 class _TimedMemory:
