@@ -10,7 +10,8 @@ from typing import Any
 import pytest
 
 from himga._cli import main
-from himga.llm import ChatMessage, FakeLLMServer
+from himga.llm import FakeLLMServer
+from tests.fake_llm_support import keyword_responder
 
 SECRET = "sk-ant-SECRET-do-not-log-4242"
 
@@ -82,13 +83,9 @@ def test_model_without_llm_is_refused(capsys: pytest.CaptureFixture[str]) -> Non
     assert "--llm" in capsys.readouterr().err
 
 
-def _responder(messages: list[ChatMessage]) -> str:
-    prompt = messages[-1]["content"]
-    if "Generated answer:" in prompt:
-        return '{"label": "WRONG"}'
-    if "Answer yes or no only." in prompt:
-        return "no"
-    return "Caroline"
+_responder = keyword_responder(
+    [("Generated answer:", '{"label": "WRONG"}'), ("Answer yes or no only.", "no")], "Caroline"
+)
 
 
 def test_llm_run_answers_judges_resumes_and_never_writes_the_key(
