@@ -11,6 +11,9 @@ import pytest
 from hypothesis import HealthCheck, settings
 
 from tests.loopback_server import LoopbackServer
+from tests.network_guard import loopback_only
+
+__all__ = ["loopback_only"]  # the fixture, for `pytest.mark.usefixtures("loopback_only")`
 
 # `dev` keeps the suite fast on a laptop; `ci` (chosen automatically under CI=true,
 # or with HYPOTHESIS_PROFILE=ci) searches harder. The kit itself never loads a profile.

@@ -11,9 +11,6 @@ from himga.integrations import IntegrationConfigError, LangMemMemory
 from himga.memory import SearchableMemory, load_memory
 from himga.testing import check_memory
 from tests.integration_support import SESSION, TURNS
-from tests.network_guard import loopback_only
-
-__all__ = ["loopback_only"]  # the fixture, imported for pytestmark
 
 pytestmark = pytest.mark.usefixtures("loopback_only")
 

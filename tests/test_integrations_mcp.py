@@ -20,9 +20,6 @@ from himga.integrations import _mcp as mcp_adapter
 from himga.memory import SearchableMemory, load_memory
 from himga.testing import check_memory
 from tests.integration_support import SESSION, TURNS
-from tests.network_guard import loopback_only
-
-__all__ = ["loopback_only"]  # the fixture, imported for pytestmark
 
 pytestmark = pytest.mark.usefixtures("loopback_only")
 
