@@ -37,6 +37,13 @@ def shared_datasets() -> Path:
     return root
 
 
+@pytest.fixture
+def data_dir(shared_datasets: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """``shared_datasets``, set as ``$HIMGA_DATA_DIR`` for the test."""
+    monkeypatch.setenv("HIMGA_DATA_DIR", str(shared_datasets))
+    return shared_datasets
+
+
 def _required(path: Path, what: str) -> None:
     """Fails under CI when ``path`` is missing, else skips."""
     if not path.is_file():
