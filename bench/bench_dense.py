@@ -46,8 +46,7 @@ from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
-from bench.bench_recall import git_commit, sha256
-from himga._extras import require
+from bench.bench_recall import git_commit, recall_figure, save_recall_figure, sha256
 from himga.agent import BaseAgent
 from himga.benchmarks.longmemeval import longmemeval_retrieval_metrics, session_sizes
 from himga.data import Category, Message, Sample, Session, load_dataset, with_distractors
@@ -111,10 +110,7 @@ def recall_curve(results: Sequence[EvalResult]) -> dict[int, float]:
 
 
 def plot_curves(curves: dict[str, dict[int, float]], path: Path) -> None:
-    matplotlib = require("matplotlib", extra="plot", purpose="the recall@k plot")
-    matplotlib.use("Agg")
-    pyplot = require("matplotlib.pyplot", extra="plot", purpose="the recall@k plot")
-    figure, axes = pyplot.subplots(figsize=(7, 4.5), dpi=120)
+    pyplot, figure, axes = recall_figure()
     for name, curve in curves.items():
         axes.plot(list(curve), [100 * v for v in curve.values()], label=name)
     axes.plot(list(DRAGON), [100 * v for v in DRAGON.values()], "k*--", label="DRAGON (paper)")
@@ -122,12 +118,7 @@ def plot_curves(curves: dict[str, dict[int, float]], path: Path) -> None:
     axes.set_ylabel("evidence recall@k (%)")
     axes.set_title("LoCoMo-10, 1,982 questions with evidence, run_eval")
     axes.set_xlim(1, 50)
-    axes.set_ylim(0, 100)
-    axes.grid(alpha=0.3)
-    axes.legend(loc="lower right")
-    figure.tight_layout()
-    figure.savefig(path)
-    pyplot.close(figure)
+    save_recall_figure(pyplot, figure, axes, path)
 
 
 def part_locomo(cache: Path, loco: bool, plot: Path | None = None) -> dict[str, Any]:

@@ -42,13 +42,13 @@ import json
 import os
 import platform
 import random
-import subprocess
 import time
 from datetime import timedelta
 from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
+from bench.bench_recall import git_commit
 from himga.agent import BaseAgent
 from himga.benchmarks.longmemeval import longmemeval_retrieval_metrics, session_sizes
 from himga.data import Sample, Session, load_dataset
@@ -119,13 +119,6 @@ def margin(results: list[EvalResult], baseline: list[EvalResult]) -> dict[int, d
     keys = sorted(mine.keys() & theirs.keys())
     paired = paired_differences([theirs[key] for key in keys], [mine[key] for key in keys])
     return {k: dataclasses.asdict(d) for k, d in zip(KS, paired, strict=True)}
-
-
-def git_commit() -> str:
-    completed = subprocess.run(
-        ["git", "rev-parse", "HEAD"], capture_output=True, text=True, check=False
-    )
-    return completed.stdout.strip() or "unknown"
 
 
 def main() -> None:

@@ -46,7 +46,6 @@ import hashlib
 import json
 import os
 import platform
-import subprocess
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -58,6 +57,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from bench.bench_himga_heldout import with_distractors
+from bench.bench_recall import git_commit
 from himga.agent import BaseAgent
 from himga.data import Sample, load_dataset
 from himga.embed import Embedder, get_embedder
@@ -207,13 +207,6 @@ def recall_table(metrics: dict[str, Any]) -> dict[str, dict[int, float]]:
         for group, block in groups.items()
         if f"recall@{KS[0]}" in block
     }
-
-
-def git_commit() -> str:
-    completed = subprocess.run(
-        ["git", "rev-parse", "HEAD"], capture_output=True, text=True, check=False
-    )
-    return completed.stdout.strip() or "unknown"
 
 
 def leave_one_out(

@@ -39,6 +39,7 @@ from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
+from bench.bench_recall import git_commit
 from himga.data import Message, Session, load_dataset
 from himga.data.synthetic import write_longmemeval
 from himga.memory import BM25Memory, HiMGAMemory
@@ -113,13 +114,6 @@ def eval_wall_time(
             )
             times.append(time.perf_counter() - started)
     return statistics.median(times)
-
-
-def git_commit() -> str:
-    completed = subprocess.run(
-        ["git", "rev-parse", "HEAD"], capture_output=True, text=True, check=False
-    )
-    return completed.stdout.strip() or "unknown"
 
 
 def main() -> None:

@@ -68,29 +68,18 @@ def main() -> None:
     rows: dict[str, list[float]] = {}
     try:
         for round_ in range(1, args.rounds + 1):
-            timings = {
-                "local": _timed(run_eval, samples, agent=spec, show_progress=False),
-                "actor startup N=1": _timed(
-                    run_eval, [], agent=spec, executor=RayExecutor(num_workers=1)
-                ),
-                "ray N=1": _timed(
+            timings = {"local": _timed(run_eval, samples, agent=spec, show_progress=False)}
+            for workers in (1, 2):
+                timings[f"actor startup N={workers}"] = _timed(
+                    run_eval, [], agent=spec, executor=RayExecutor(num_workers=workers)
+                )
+                timings[f"ray N={workers}"] = _timed(
                     run_eval,
                     samples,
                     agent=spec,
-                    executor=RayExecutor(num_workers=1),
+                    executor=RayExecutor(num_workers=workers),
                     show_progress=False,
-                ),
-                "actor startup N=2": _timed(
-                    run_eval, [], agent=spec, executor=RayExecutor(num_workers=2)
-                ),
-                "ray N=2": _timed(
-                    run_eval,
-                    samples,
-                    agent=spec,
-                    executor=RayExecutor(num_workers=2),
-                    show_progress=False,
-                ),
-            }
+                )
             print(f"round {round_}: " + ", ".join(f"{k} {v:.2f} s" for k, v in timings.items()))
             for name, value in timings.items():
                 rows.setdefault(name, []).append(value)

@@ -141,11 +141,27 @@ def table(rows: dict[str, dict[str, dict[int, float]]], groups: Sequence[str]) -
     return "\n".join(lines)
 
 
-def plot(rows: dict[str, dict[str, dict[int, float]]], path: Path, questions: int) -> None:
+def recall_figure() -> tuple[Any, Any, Any]:
+    """pyplot (the Agg backend), a figure for a recall@k plot and its axes."""
     matplotlib = require("matplotlib", extra="plot", purpose="the recall@k plot")
     matplotlib.use("Agg")
     pyplot = require("matplotlib.pyplot", extra="plot", purpose="the recall@k plot")
     figure, axes = pyplot.subplots(figsize=(7, 4.5), dpi=120)
+    return pyplot, figure, axes
+
+
+def save_recall_figure(pyplot: Any, figure: Any, axes: Any, path: Path) -> None:
+    """Finish a recall@k plot (0-100 %, grid, legend), save it to ``path`` and close it."""
+    axes.set_ylim(0, 100)
+    axes.grid(alpha=0.3)
+    axes.legend(loc="lower right")
+    figure.tight_layout()
+    figure.savefig(path)
+    pyplot.close(figure)
+
+
+def plot(rows: dict[str, dict[str, dict[int, float]]], path: Path, questions: int) -> None:
+    pyplot, figure, axes = recall_figure()
     for name, by_group in rows.items():
         overall = by_group["all"]
         axes.plot(CURVE_KS, [100 * overall[k] for k in CURVE_KS], label=name)
@@ -156,12 +172,7 @@ def plot(rows: dict[str, dict[str, dict[int, float]]], path: Path, questions: in
     axes.set_ylabel("evidence recall@k (%)")
     axes.set_title(f"LoCoMo-10, {questions} questions with evidence")
     axes.set_xlim(1, SEARCH_K)
-    axes.set_ylim(0, 100)
-    axes.grid(alpha=0.3)
-    axes.legend(loc="lower right")
-    figure.tight_layout()
-    figure.savefig(path)
-    pyplot.close(figure)
+    save_recall_figure(pyplot, figure, axes, path)
 
 
 def main() -> None:

@@ -39,7 +39,6 @@ import os
 import platform
 import random
 import statistics
-import subprocess
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -47,6 +46,7 @@ from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
+from bench.bench_recall import git_commit
 from himga._extras import require
 from himga.data import Message, Sample, Session, load_dataset
 from himga.memory import BM25Memory
@@ -234,13 +234,6 @@ def bench(corpus: Corpus) -> dict[str, Any]:
         "latency": latencies,
         "warm_ms": back_to_back,
     }
-
-
-def git_commit() -> str:
-    completed = subprocess.run(
-        ["git", "rev-parse", "HEAD"], capture_output=True, text=True, check=False
-    )
-    return completed.stdout.strip() or "unknown"
 
 
 def main() -> None:

@@ -3,10 +3,17 @@
 from __future__ import annotations
 
 import os
+import threading
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, settings
+
+from tests.loopback_server import LoopbackServer
+from tests.network_guard import loopback_only
+
+__all__ = ["loopback_only"]  # the fixture, for `pytest.mark.usefixtures("loopback_only")`
 
 # `dev` keeps the suite fast on a laptop; `ci` (chosen automatically under CI=true,
 # or with HYPOTHESIS_PROFILE=ci) searches harder. The kit itself never loads a profile.
@@ -26,9 +33,43 @@ SHARED_DATASETS = PROJECT_ROOT.parent / "shared" / "datasets"
 def shared_datasets() -> Path:
     """``../shared/datasets`` (or ``$HIMGA_DATA_DIR``): fails under CI when missing, else skips."""
     root = Path(os.environ.get("HIMGA_DATA_DIR", SHARED_DATASETS))
-    if not (root / "locomo" / "locomo10.json").is_file():
-        message = f"the shared LoCoMo data is missing: {root / 'locomo' / 'locomo10.json'}"
+    _required(root / "locomo" / "locomo10.json", "LoCoMo")
+    return root
+
+
+@pytest.fixture
+def data_dir(shared_datasets: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """``shared_datasets``, set as ``$HIMGA_DATA_DIR`` for the test."""
+    monkeypatch.setenv("HIMGA_DATA_DIR", str(shared_datasets))
+    return shared_datasets
+
+
+def _required(path: Path, what: str) -> None:
+    """Fails under CI when ``path`` is missing, else skips."""
+    if not path.is_file():
+        message = f"the shared {what} data is missing: {path}"
         if os.environ.get("CI") == "true":
             pytest.fail(message)
         pytest.skip(message)
+
+
+@pytest.fixture(scope="session")
+def shared_tier() -> Path:
+    """``chats/100K`` of the shared BEAM copy: fails under CI when missing, else skips."""
+    root = Path(os.environ.get("HIMGA_DATA_DIR") or SHARED_DATASETS) / "beam" / "chats" / "100K"
+    _required(root / "1" / "chat.json", "BEAM")
     return root
+
+
+@pytest.fixture
+def server() -> Iterator[LoopbackServer]:
+    """A :class:`LoopbackServer`, serving on a thread for the test."""
+    served = LoopbackServer()
+    thread = threading.Thread(
+        target=served.httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+    )
+    thread.start()
+    yield served
+    served.httpd.shutdown()
+    served.httpd.server_close()
+    thread.join()

@@ -93,3 +93,11 @@ def longmemeval_records(draw: st.DrawFn, question_id: str = "q1") -> dict[str, A
 def write_json(path: Path, data: Any) -> Path:
     path.write_text(json.dumps(data), encoding="utf-8")
     return path
+
+
+def read_run(out: Path) -> tuple[list[dict[str, Any]], dict[str, Any], dict[str, Any]]:
+    """The results, metrics and manifest of the run directory ``out``."""
+    results = [json.loads(line) for line in (out / "results.jsonl").read_text("utf-8").splitlines()]
+    metrics = json.loads((out / "metrics.json").read_text("utf-8"))
+    manifest = json.loads((out / "manifest.json").read_text("utf-8"))
+    return results, metrics, manifest

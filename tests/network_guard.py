@@ -1,7 +1,7 @@
 """A fixture that fails a test whose code opens a connection to anything but this machine.
 
 The adapters' tests use it (``pytestmark = pytest.mark.usefixtures("loopback_only")``,
-with ``from tests.network_guard import loopback_only`` in the module): every
+which ``tests/conftest.py`` makes available to every module): every
 ``socket.connect`` / ``connect_ex`` to a non-loopback address and every
 ``getaddrinfo`` of a name that is not ``localhost`` or a loopback literal is refused
 with ``OSError`` *before* anything is sent, and recorded. The test then fails at

@@ -4,10 +4,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-import threading
-from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
@@ -16,62 +12,7 @@ from himga.benchmarks.beam import BeamBenchmark
 from himga.benchmarks.beam._download import download_tier, git_blob_id
 from himga.benchmarks.beam._manifest import FILES
 from himga.data import ChecksumMismatchError, DownloadError
-
-SHARED = Path(__file__).resolve().parent.parent.parent / "shared" / "datasets"
-
-
-@pytest.fixture(scope="module")
-def shared_tier() -> Path:
-    """``chats/100K`` of the shared BEAM copy: fails under CI when missing, else skips."""
-    root = Path(os.environ.get("HIMGA_DATA_DIR") or SHARED) / "beam" / "chats" / "100K"
-    if not (root / "1" / "chat.json").is_file():
-        message = f"the shared BEAM data is missing: {root / '1' / 'chat.json'}"
-        if os.environ.get("CI") == "true":
-            pytest.fail(message)
-        pytest.skip(message)
-    return root
-
-
-class _Server:
-    """Serves ``routes`` (path -> body); ``short`` paths announce more bytes than they send."""
-
-    def __init__(self) -> None:
-        self.routes: dict[str, bytes] = {}
-        self.short: set[str] = set()
-        self.requests: list[str] = []
-        server = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_GET(self) -> None:
-                server.requests.append(self.path)
-                body = server.routes.get(self.path)
-                if body is None:
-                    self.send_error(404)
-                    return
-                self.send_response(200)
-                extra = 1000 if self.path in server.short else 0
-                self.send_header("Content-Length", str(len(body) + extra))
-                self.end_headers()
-                self.wfile.write(body)
-
-            def log_message(self, format: str, *args: object) -> None:
-                pass
-
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.base = f"http://127.0.0.1:{self.httpd.server_address[1]}"
-
-
-@pytest.fixture
-def server() -> Iterator[_Server]:
-    served = _Server()
-    thread = threading.Thread(
-        target=served.httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
-    )
-    thread.start()
-    yield served
-    served.httpd.shutdown()
-    served.httpd.server_close()
-    thread.join()
+from tests.loopback_server import LoopbackServer
 
 
 def _conversation() -> dict[str, bytes]:
@@ -107,7 +48,7 @@ def _blob_id(body: bytes) -> str:
     return hashlib.sha1(b"blob %d\0" % len(body) + body, usedforsecurity=False).hexdigest()
 
 
-def _serve(server: _Server, files: dict[str, bytes]) -> list[tuple[str, str, str | None]]:
+def _serve(server: LoopbackServer, files: dict[str, bytes]) -> list[tuple[str, str, str | None]]:
     for name, body in files.items():
         server.routes[f"/chats/100K/{name}"] = body
     return [
@@ -121,7 +62,7 @@ def test_git_blob_id_is_gits(tmp_path: Path) -> None:
     assert git_blob_id(tmp_path / "f") == "ce013625030ba8dba906f756967f9e9ca394464a"
 
 
-def test_download_verifies_every_file_and_loads(tmp_path: Path, server: _Server) -> None:
+def test_download_verifies_every_file_and_loads(tmp_path: Path, server: LoopbackServer) -> None:
     files = _conversation()
     manifest = _serve(server, files)
     dest = tmp_path / "cache" / "beam-100k" / "chats" / "100K"
@@ -135,7 +76,7 @@ def test_download_verifies_every_file_and_loads(tmp_path: Path, server: _Server)
 
 @pytest.mark.parametrize("pin", ["blob", "sha256"])
 def test_a_corrupt_file_is_rejected_and_nothing_kept(
-    tmp_path: Path, server: _Server, pin: str
+    tmp_path: Path, server: LoopbackServer, pin: str
 ) -> None:
     files = _conversation()
     manifest = _serve(server, files)
@@ -147,7 +88,7 @@ def test_a_corrupt_file_is_rejected_and_nothing_kept(
     assert not (tmp_path / "cache").exists()  # neither the files nor the folders made for them
 
 
-def test_a_truncated_transfer_is_rejected(tmp_path: Path, server: _Server) -> None:
+def test_a_truncated_transfer_is_rejected(tmp_path: Path, server: LoopbackServer) -> None:
     manifest = _serve(server, _conversation())
     server.short.add("/chats/100K/1/chat.json")
     with pytest.raises(DownloadError, match="connection closed"):
@@ -155,14 +96,16 @@ def test_a_truncated_transfer_is_rejected(tmp_path: Path, server: _Server) -> No
     assert list(tmp_path.iterdir()) == []
 
 
-def test_a_missing_file_is_a_download_error(tmp_path: Path, server: _Server) -> None:
+def test_a_missing_file_is_a_download_error(tmp_path: Path, server: LoopbackServer) -> None:
     manifest = [*_serve(server, _conversation()), ("2/chat.json", "0" * 40, None)]
     with pytest.raises(DownloadError, match="404"):
         download_tier(manifest, f"{server.base}/chats/100K", tmp_path / "t", show_progress=False)
     assert list(tmp_path.iterdir()) == []
 
 
-def test_an_existing_destination_is_never_overwritten(tmp_path: Path, server: _Server) -> None:
+def test_an_existing_destination_is_never_overwritten(
+    tmp_path: Path, server: LoopbackServer
+) -> None:
     (tmp_path / "t").mkdir()
     with pytest.raises(DownloadError, match="exists already"):
         download_tier([], f"{server.base}/chats/100K", tmp_path / "t", show_progress=False)
@@ -185,7 +128,7 @@ def test_the_manifest_pins_the_shared_files(shared_tier: Path) -> None:
 
 
 def test_the_benchmark_downloads_its_tier_from_the_url_override(
-    shared_tier: Path, tmp_path: Path, server: _Server, monkeypatch: pytest.MonkeyPatch
+    shared_tier: Path, tmp_path: Path, server: LoopbackServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # The shared conversations (1-10) as the repository at the pinned commit serves them.
     kept = [entry for entry in FILES["100K"] if (shared_tier / entry[0]).is_file()]

@@ -16,8 +16,9 @@ from himga.benchmarks import _registry, get_benchmark
 from himga.benchmarks.beam import BeamBenchmark, BeamJudge
 from himga.data import load_dataset
 from himga.eval import batch_judge, compute_metrics, run_eval
-from himga.llm import ChatMessage, FakeLLMServer, get_client
+from himga.llm import FakeLLMServer, get_client
 from himga.memory import BM25Memory
+from tests.fake_llm_support import keyword_responder, point_at
 
 SHARED = Path(__file__).resolve().parent.parent.parent / "shared" / "datasets"
 
@@ -34,20 +35,19 @@ def data_dir() -> Path:
     return root
 
 
-def _responder(messages: list[ChatMessage]) -> str:
-    prompt = messages[-1]["content"]
-    if "RUBRIC CRITERION (what to check)" in prompt:
-        return '```json\n{"score": 0.5, "reason": "partly"}\n```'
-    if "First snippet: " in prompt:
-        return "NO"
-    return "First I did this.\n\nThen that."
+_responder = keyword_responder(
+    [
+        ("RUBRIC CRITERION (what to check)", '```json\n{"score": 0.5, "reason": "partly"}\n```'),
+        ("First snippet: ", "NO"),
+    ],
+    "First I did this.\n\nThen that.",
+)
 
 
 @pytest.fixture
 def llm_server(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeLLMServer]:
     with FakeLLMServer(responder=_responder) as server:
-        monkeypatch.setenv("ANTHROPIC_BASE_URL", server.anthropic_base_url)
-        monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test-key")
+        point_at(server, "anthropic", monkeypatch)
         yield server
 
 

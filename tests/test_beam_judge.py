@@ -11,10 +11,11 @@ from himga.benchmarks import Judge, JudgeRequest, UnjudgeableError
 from himga.benchmarks.beam import BeamJudge, parse_equivalence, parse_rubric_verdict
 from himga.benchmarks.beam._prompts import EQUIVALENCE_PROMPT, RUBRIC_PROMPT
 from himga.eval._result import EvalResult
+from tests.test_eval_support import make_result
 
 
 def _result(category: str, prediction: str, rubric: list[str], question: str = "Q?") -> EvalResult:
-    return EvalResult(
+    return make_result(
         sample_id="1",
         question_id=f"1:{category}[0]",
         dataset="beam-100k",
@@ -25,8 +26,6 @@ def _result(category: str, prediction: str, rubric: list[str], question: str = "
         evidence_turns=(),
         evidence_texts=(),
         context="",
-        ranked_turn_ids=None,
-        retrieval_latency_s=0.0,
         prediction=prediction,
         gold={"rubric": rubric},
     )

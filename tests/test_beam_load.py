@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import copy
 import json
-import os
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -21,20 +20,6 @@ from himga.benchmarks.beam import (
     strip_marker,
 )
 from himga.data import DatasetError
-
-SHARED_BEAM = Path(__file__).resolve().parent.parent.parent / "shared" / "datasets"
-
-
-@pytest.fixture(scope="module")
-def shared_tier() -> Path:
-    """``chats/100K`` of the shared BEAM copy: fails under CI when missing, else skips."""
-    root = Path(os.environ.get("HIMGA_DATA_DIR") or SHARED_BEAM) / "beam" / "chats" / "100K"
-    if not (root / "1" / "chat.json").is_file():
-        message = f"the shared BEAM data is missing: {root / '1' / 'chat.json'}"
-        if os.environ.get("CI") == "true":
-            pytest.fail(message)
-        pytest.skip(message)
-    return root
 
 
 def _message(role: str, mid: int, content: str, **extra: Any) -> dict[str, Any]:

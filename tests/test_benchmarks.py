@@ -5,9 +5,7 @@ or by ``register_benchmark``; LoCoMo and LongMemEval are registrations like it."
 from __future__ import annotations
 
 import hashlib
-import json
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -26,6 +24,7 @@ from himga.data import DatasetNotFoundError, load_dataset, resolve_dataset
 from himga.eval import compute_metrics, format_table, get_metric, run_eval
 from himga.llm import ChatMessage, FakeLLMServer
 from himga.memory import BM25Memory
+from tests.data_fixtures import read_run
 from tests.external_benchmark import PROMPT, ToyQA, write_toyqa
 from tests.test_eval_support import make_result
 
@@ -60,13 +59,6 @@ def _responder(messages: list[ChatMessage]) -> str:
     return "Paris" if "fly" in prompt else "I do not know"
 
 
-def _read(out: Path) -> tuple[list[dict[str, Any]], dict[str, Any], dict[str, Any]]:
-    results = [json.loads(line) for line in (out / "results.jsonl").read_text("utf-8").splitlines()]
-    metrics = json.loads((out / "metrics.json").read_text("utf-8"))
-    manifest = json.loads((out / "manifest.json").read_text("utf-8"))
-    return results, metrics, manifest
-
-
 def test_an_entry_point_benchmark_runs_through_eval_and_report(
     site: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -82,7 +74,7 @@ def test_an_entry_point_benchmark_runs_through_eval_and_report(
         monkeypatch.setenv("OPENAI_API_KEY", "test-key")
         assert main([*argv, "--out", str(out), "--no-progress"]) == 0
     table = capsys.readouterr().out
-    results, metrics, manifest = _read(out)
+    results, metrics, manifest = read_run(out)
 
     # the benchmark's categories, gold, judge and metrics, through the generic code
     assert [r["category"] for r in results] == ["recall", "recall", "trap", "recall"]

@@ -8,12 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from himga.agent import BaseAgent
 from himga.benchmarks.locomo_plus import PROMPTS
 from himga.data import load_dataset
-from himga.eval import batch_judge, compute_metrics, run_eval
-from himga.llm import ChatMessage, FakeLLMServer, get_client
-from himga.memory import BM25Memory
+from himga.eval import compute_metrics
+from himga.llm import ChatMessage
+from tests.fake_llm_support import answer_and_judge
 from tests.test_benchmarks_locomo_plus import shared_plus  # noqa: F401  (fixture)
 
 _COGNITIVE_HEAD = PROMPTS["Cognitive"].split("{evidence}")[0]
@@ -51,18 +50,12 @@ def test_answer_and_cognitive_judge_end_to_end(
     # three items of each relation type (the file lists them by type)
     wanted = [f"plus-{i:03d}" for start in (0, 101, 201, 301) for i in range(start, start + 3)]
     samples = load_dataset("locomo-plus", path=shared_plus / "locomo_plus", ids=wanted)
-    with FakeLLMServer(responder=_responder) as server:
-        monkeypatch.setenv("ANTHROPIC_BASE_URL", server.anthropic_base_url)
-        monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test-key")
-        llm = get_client("anthropic")
-        agent = BaseAgent(memory=BM25Memory(), llm=llm)
-        results = run_eval(samples, agent=agent, show_progress=False)
-        scores = batch_judge(results, llm=llm, show_progress=False)
-        judge_prompts = [
-            r.messages[-1]["content"]
-            for r in server.requests
-            if r.messages[-1]["content"].startswith(_COGNITIVE_HEAD)
-        ]
+    results, scores, requests = answer_and_judge(samples, _responder, "anthropic", monkeypatch)
+    judge_prompts = [
+        r.messages[-1]["content"]
+        for r in requests
+        if r.messages[-1]["content"].startswith(_COGNITIVE_HEAD)
+    ]
     metrics = compute_metrics(results, scores)
     assert [r.question_id for r in results] == [s.qa_pairs[0].question_id for s in samples]
     assert len(judge_prompts) == len(results)

@@ -5,27 +5,15 @@ from __future__ import annotations
 import hashlib
 import json
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from himga._cli import main
-from himga.llm import ChatMessage, FakeLLMServer
+from himga.llm import FakeLLMServer
+from tests.data_fixtures import read_run
+from tests.fake_llm_support import keyword_responder
 
 SECRET = "sk-ant-SECRET-do-not-log-4242"
-
-
-def _read(out: Path) -> tuple[list[dict[str, Any]], dict[str, Any], dict[str, Any]]:
-    results = [json.loads(line) for line in (out / "results.jsonl").read_text("utf-8").splitlines()]
-    metrics = json.loads((out / "metrics.json").read_text("utf-8"))
-    manifest = json.loads((out / "manifest.json").read_text("utf-8"))
-    return results, metrics, manifest
-
-
-@pytest.fixture
-def data_dir(shared_datasets: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setenv("HIMGA_DATA_DIR", str(shared_datasets))
-    return shared_datasets
 
 
 def test_offline_run_prints_recall_table_and_writes_the_run_directory(
@@ -41,7 +29,7 @@ def test_offline_run_prints_recall_table_and_writes_the_run_directory(
     assert "F1" not in header  # no answers offline
     assert "overall (no adversarial)" in printed
 
-    results, metrics, manifest = _read(out)
+    results, metrics, manifest = read_run(out)
     assert len(results) == metrics["counts"]["questions"] == manifest["dataset"]["questions"]
     assert all(r["prediction"] is None and r["ranked_turn_ids"] is not None for r in results)
     assert {r["sample_id"] for r in results} == {"conv-26"}
@@ -72,7 +60,7 @@ def test_memory_given_as_module_attr(data_dir: Path, tmp_path: Path) -> None:
     out = tmp_path / "run"
     argv = ["eval", "--memory", "himga.memory:NullMemory", "--limit", "1", "--out", str(out)]
     assert main([*argv, "--no-progress"]) == 0
-    results, metrics, _ = _read(out)
+    results, metrics, _ = read_run(out)
     assert all(r["ranked_turn_ids"] is None and r["context"] == "" for r in results)
     assert metrics["overall"]["context_recall"] == 0.0
 
@@ -82,13 +70,9 @@ def test_model_without_llm_is_refused(capsys: pytest.CaptureFixture[str]) -> Non
     assert "--llm" in capsys.readouterr().err
 
 
-def _responder(messages: list[ChatMessage]) -> str:
-    prompt = messages[-1]["content"]
-    if "Generated answer:" in prompt:
-        return '{"label": "WRONG"}'
-    if "Answer yes or no only." in prompt:
-        return "no"
-    return "Caroline"
+_responder = keyword_responder(
+    [("Generated answer:", '{"label": "WRONG"}'), ("Answer yes or no only.", "no")], "Caroline"
+)
 
 
 def test_llm_run_answers_judges_resumes_and_never_writes_the_key(
@@ -116,7 +100,7 @@ def test_llm_run_answers_judges_resumes_and_never_writes_the_key(
         monkeypatch.setenv("ANTHROPIC_API_KEY", SECRET)
         assert main(argv) == 0
         first_requests = server.request_count
-        first_usage = _read(out)[2]["tokens"]["client_usage_this_invocation"]
+        first_usage = read_run(out)[2]["tokens"]["client_usage_this_invocation"]
         server.reset_stats()
         # --resume: answers come from the checkpoint, verdicts from the cache
         assert main([*argv, "--resume"]) == 0
@@ -124,10 +108,9 @@ def test_llm_run_answers_judges_resumes_and_never_writes_the_key(
     assert first_requests > 0
     captured = capsys.readouterr()
     assert "judge" in captured.out.splitlines()[0]
-    assert f"resumed {len(_read(out)[0])} of {len(_read(out)[0])} results from the checkpoint" in (
-        captured.out
-    )
-    results, metrics, manifest = _read(out)
+    count = len(read_run(out)[0])
+    assert f"resumed {count} of {count} results from the checkpoint" in captured.out
+    results, metrics, manifest = read_run(out)
     assert all(r["prediction"] == "Caroline" and r["judge"] == 0.0 for r in results)
     assert metrics["counts"]["judged"] == len(results)
     assert manifest["llm"]["model"] == "fake-model"

@@ -3,9 +3,6 @@
 from __future__ import annotations
 
 import shutil
-import threading
-from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
@@ -23,52 +20,7 @@ from himga.data import (
     resolve_dataset,
 )
 from himga.data.synthetic import write_longmemeval
-
-
-class _Server:
-    """Serves ``routes`` (path -> body); ``short`` paths announce more bytes than they send."""
-
-    def __init__(self) -> None:
-        self.routes: dict[str, bytes] = {}
-        self.short: set[str] = set()
-        self.requests: list[str] = []
-        server = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_GET(self) -> None:
-                server.requests.append(self.path)
-                body = server.routes.get(self.path)
-                if body is None:
-                    self.send_error(404)
-                    return
-                self.send_response(200)
-                extra = 1000 if self.path in server.short else 0
-                self.send_header("Content-Length", str(len(body) + extra))
-                self.end_headers()
-                self.wfile.write(body)
-
-            def log_message(self, format: str, *args: object) -> None:
-                pass
-
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.base = f"http://127.0.0.1:{self.httpd.server_address[1]}"
-
-    def url(self, path: str, body: bytes) -> str:
-        self.routes[path] = body
-        return self.base + path
-
-
-@pytest.fixture
-def server() -> Iterator[_Server]:
-    served = _Server()
-    thread = threading.Thread(
-        target=served.httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
-    )
-    thread.start()
-    yield served
-    served.httpd.shutdown()
-    served.httpd.server_close()
-    thread.join()
+from tests.loopback_server import LoopbackServer
 
 
 @pytest.fixture
@@ -82,7 +34,7 @@ def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def test_download_verifies_and_caches(
-    shared_datasets: Path, cache: Path, server: _Server, monkeypatch: pytest.MonkeyPatch
+    shared_datasets: Path, cache: Path, server: LoopbackServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     body = (shared_datasets / "locomo" / "locomo10.zip").read_bytes()
     monkeypatch.setenv("HIMGA_LOCOMO_URL", server.url("/locomo10.zip", body))
@@ -97,7 +49,7 @@ def test_download_verifies_and_caches(
 
 
 def test_corrupted_download_is_rejected_and_nothing_kept(
-    shared_datasets: Path, cache: Path, server: _Server, monkeypatch: pytest.MonkeyPatch
+    shared_datasets: Path, cache: Path, server: LoopbackServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     body = bytearray((shared_datasets / "locomo" / "locomo10.zip").read_bytes())
     body[1000] ^= 0xFF
@@ -108,7 +60,7 @@ def test_corrupted_download_is_rejected_and_nothing_kept(
 
 
 def test_truncated_transfer_is_rejected(
-    cache: Path, server: _Server, monkeypatch: pytest.MonkeyPatch
+    cache: Path, server: LoopbackServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     server.short.add("/cut")
     monkeypatch.setenv("HIMGA_LOCOMO_URL", server.url("/cut", b"PK" * 100))
@@ -118,7 +70,7 @@ def test_truncated_transfer_is_rejected(
 
 
 def test_failed_download_says_what_to_get_and_where(
-    cache: Path, server: _Server, monkeypatch: pytest.MonkeyPatch
+    cache: Path, server: LoopbackServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("HIMGA_LOCOMO_URL", server.base + "/missing")
     with pytest.raises(DatasetNotFoundError) as info:
@@ -137,7 +89,7 @@ def test_no_download_gives_guidance(cache: Path) -> None:
 
 
 def test_unverified_download_checks_shape(
-    tmp_path: Path, cache: Path, server: _Server, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, cache: Path, server: LoopbackServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     source = tmp_path / "source.json"
     write_longmemeval(source, questions=3, sessions=2, turns=2, turn_chars=20)

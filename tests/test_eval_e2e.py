@@ -17,7 +17,8 @@ from himga.data import Category, load_dataset
 from himga.data.synthetic import write_longmemeval
 from himga.eval import batch_judge, compute_metrics, run_eval
 from himga.llm import ChatMessage, FakeLLMServer, get_client
-from himga.memory import BM25Memory, NullMemory
+from himga.memory import NullMemory
+from tests.fake_llm_support import answer_and_judge
 from tests.test_eval_support import make_sample
 
 
@@ -119,14 +120,7 @@ def test_longmemeval_file_through_loader_eval_and_official_judge_prompts(
     path = tmp_path / "longmemeval_s.json"
     write_longmemeval(path, questions=16, sessions=3, turns=2, turn_chars=40)
     samples = load_dataset("longmemeval_s", path=path)
-    with FakeLLMServer(responder=_responder) as server:
-        monkeypatch.setenv("OPENAI_BASE_URL", server.openai_base_url)
-        monkeypatch.setenv("OPENAI_API_KEY", "sk-openai-test-key")
-        llm = get_client("openai")
-        agent = BaseAgent(memory=BM25Memory(), llm=llm)
-        results = run_eval(samples, agent=agent, show_progress=False)
-        scores = batch_judge(results, llm=llm, show_progress=False)
-        requests = server.requests
+    results, scores, requests = answer_and_judge(samples, _responder, "openai", monkeypatch)
     assert len(results) == 16
     answers, verdicts = requests[:16], requests[16:]
     by_question = {s.qa_pairs[0].question: s for s in samples}

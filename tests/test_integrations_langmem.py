@@ -7,22 +7,12 @@ import sys
 import pytest
 
 from himga._extras import MissingExtraError
-from himga.data.schema import Message, Session
 from himga.integrations import IntegrationConfigError, LangMemMemory
 from himga.memory import SearchableMemory, load_memory
 from himga.testing import check_memory
-from tests.network_guard import loopback_only
-
-__all__ = ["loopback_only"]  # the fixture, imported for pytestmark
+from tests.integration_support import SESSION, TURNS
 
 pytestmark = pytest.mark.usefixtures("loopback_only")
-
-SESSION = Session("session_1", [], "1:56 pm on 8 May, 2023")
-TURNS = [
-    Message("Caroline", "I went hiking in the Alps with my sister.", "D1:1"),
-    Message("Melanie", "My cat Luna knocked over the painting.", "D1:2"),
-    Message("Caroline", "Next month I start a pottery class.", "D1:3"),
-]
 
 
 def test_langmem_passes_the_kit_with_hash_embeddings() -> None:

@@ -14,23 +14,14 @@ from pathlib import Path
 
 import pytest
 
-from himga.data.schema import Message, Session
+from himga.data.schema import Message
 from himga.integrations import IntegrationConfigError, IntegrationError, MCPMemory
 from himga.integrations import _mcp as mcp_adapter
 from himga.memory import SearchableMemory, load_memory
 from himga.testing import check_memory
-from tests.network_guard import loopback_only
-
-__all__ = ["loopback_only"]  # the fixture, imported for pytestmark
+from tests.integration_support import SESSION, TURNS
 
 pytestmark = pytest.mark.usefixtures("loopback_only")
-
-SESSION = Session("session_1", [], "1:56 pm on 8 May, 2023")
-TURNS = [
-    Message("Caroline", "I went hiking in the Alps with my sister.", "D1:1"),
-    Message("Melanie", "My cat Luna knocked over the painting.", "D1:2"),
-    Message("Caroline", "Next month I start a pottery class.", "D1:3"),
-]
 
 
 @pytest.fixture(scope="module")

@@ -19,9 +19,6 @@ from himga.integrations import (
 from himga.integrations._proxy import _tokens
 from himga.llm import FakeLLMServer, word_count
 from himga.llm._protocol import ChatMessage
-from tests.network_guard import loopback_only
-
-__all__ = ["loopback_only"]  # the fixture, imported for pytestmark
 
 pytestmark = pytest.mark.usefixtures("loopback_only")
 

@@ -168,12 +168,8 @@ def _without_latency(path: Path) -> list[dict[str, Any]]:
 
 
 def test_two_concurrent_evals_on_one_out_the_second_exits_2_in_one_line(
-    shared_datasets: Path,
-    tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
-    capsys: pytest.CaptureFixture[str],
+    data_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    monkeypatch.setenv("HIMGA_DATA_DIR", str(shared_datasets))
     out = tmp_path / "run"
     with RunDir(out) as running:  # what a first `himga eval --out run` holds while it runs
         running.claim()
@@ -222,12 +218,8 @@ def test_an_interrupted_write_leaves_the_old_file_whole(
 
 
 def test_a_results_file_edited_after_the_run_is_refused_by_compare_and_report(
-    shared_datasets: Path,
-    tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
-    capsys: pytest.CaptureFixture[str],
+    data_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    monkeypatch.setenv("HIMGA_DATA_DIR", str(shared_datasets))
     runs = [tmp_path / "a", tmp_path / "b"]
     for run in runs:
         assert main(["eval", *QUICK, "--out", str(run)]) == 0
@@ -245,10 +237,7 @@ def test_a_results_file_edited_after_the_run_is_refused_by_compare_and_report(
     assert main(["report", str(runs[1])]) == 2
 
 
-def test_a_fresh_run_replaces_only_the_run_files(
-    shared_datasets: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setenv("HIMGA_DATA_DIR", str(shared_datasets))
+def test_a_fresh_run_replaces_only_the_run_files(data_dir: Path, tmp_path: Path) -> None:
     out = tmp_path / "run"
     assert main(["eval", *QUICK, "--out", str(out)]) == 0
     (out / "notes.txt").write_text("mine", "utf-8")

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Mapping
+from os import PathLike
 from typing import Any
 
 from himga.data._errors import DatasetError
 
-__all__ = ["checked", "kind_of"]
+__all__ = ["checked", "kind_of", "read_json"]
 
 
 def kind_of(value: Any) -> str:
@@ -34,3 +36,15 @@ def checked(
         expected = " or ".join(k.__name__ for k in kinds)
         raise error(field, f"expected {expected}, found {kind_of(value)}")
     return value
+
+
+def read_json(file: str | PathLike[str], data: bytes) -> Any:
+    """``data`` decoded as UTF-8 JSON; a :class:`DatasetError` naming ``file`` if it is not."""
+    try:
+        return json.loads(data.decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise DatasetError(file, f"not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    except json.JSONDecodeError as exc:
+        raise DatasetError(
+            file, f"invalid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})"
+        ) from None

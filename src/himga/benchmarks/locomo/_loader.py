@@ -12,7 +12,6 @@ Layouts (all give equal samples for the same conversations):
 
 from __future__ import annotations
 
-import json
 import re
 import warnings
 import zipfile
@@ -24,7 +23,7 @@ from typing import Any
 from himga.benchmarks.locomo._categories import ADVERSARIAL, category_of_code
 from himga.benchmarks.locomo._evidence import normalise_evidence
 from himga.data._errors import DatasetError, EvidenceWarning
-from himga.data._fields import checked, kind_of
+from himga.data._fields import checked, kind_of, read_json
 from himga.data.schema import Message, QAPair, Sample, Session
 
 __all__ = ["IMAGE_FORMAT", "find_locomo", "iter_locomo"]
@@ -85,11 +84,11 @@ def _raw_samples(path: Path) -> Iterator[tuple[str, str, dict[str, Any]]]:
         files = sorted(path.rglob("*.json"), key=lambda p: (_conversation_number(str(p)), p))
         for found in files:
             name = str(found)
-            yield _from_repository_layout(name, _read_json(name, found.read_bytes()))
+            yield _from_repository_layout(name, read_json(name, found.read_bytes()))
     elif zipfile.is_zipfile(path):
         yield from _zip_samples(path)
     else:
-        data = _read_json(str(path), path.read_bytes())
+        data = read_json(str(path), path.read_bytes())
         if not isinstance(data, list):
             raise DatasetError(path, f"expected a list of samples, found {kind_of(data)}")
         for index, raw in enumerate(data):
@@ -112,7 +111,7 @@ def _zip_samples(path: Path) -> Iterator[tuple[str, str, dict[str, Any]]]:
             names = [n for n in archive.namelist() if not n.endswith("/")]
             for name in sorted(names, key=lambda n: (_conversation_number(f"{path}/{n}"), n)):
                 file = f"{path}/{name}"
-                yield _from_repository_layout(file, _read_json(file, archive.read(name)))
+                yield _from_repository_layout(file, read_json(file, archive.read(name)))
     except (zipfile.BadZipFile, EOFError, zlib.error) as exc:
         raise DatasetError(path, f"corrupt zip archive: {exc}") from None
 
@@ -123,17 +122,6 @@ def _conversation_number(file: str) -> int:
     if match is None:
         raise DatasetError(file, "a LoCoMo per-conversation file must be named <number>.json")
     return int(match[1])
-
-
-def _read_json(file: str, data: bytes) -> Any:
-    try:
-        return json.loads(data.decode("utf-8"))
-    except UnicodeDecodeError as exc:
-        raise DatasetError(file, f"not UTF-8 text ({exc.reason} at byte {exc.start})") from None
-    except json.JSONDecodeError as exc:
-        raise DatasetError(
-            file, f"invalid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})"
-        ) from None
 
 
 def _from_repository_layout(file: str, raw: Any) -> tuple[str, str, dict[str, Any]]:

@@ -8,7 +8,6 @@ any other non-blank line is an error, so nothing is dropped.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,7 +16,7 @@ from typing import Any
 
 from himga.benchmarks.locomo_plus._gap import TimeGapError, parse_time_gap
 from himga.data._errors import DatasetError
-from himga.data._fields import checked, kind_of
+from himga.data._fields import checked, kind_of, read_json
 
 __all__ = ["RELATION_TYPES", "PlusItem", "Turn", "item_id", "read_items"]
 
@@ -67,14 +66,7 @@ def read_items(path: Path) -> list[PlusItem]:
     dialogue line that is not ``A: ...`` / ``B: ...``, an empty dialogue, an
     unreadable ``time_gap``.
     """
-    try:
-        data = json.loads(path.read_bytes().decode("utf-8"))
-    except UnicodeDecodeError as exc:
-        raise DatasetError(path, f"not UTF-8 text ({exc.reason} at byte {exc.start})") from None
-    except json.JSONDecodeError as exc:
-        raise DatasetError(
-            path, f"invalid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})"
-        ) from None
+    data = read_json(path, path.read_bytes())
     if not isinstance(data, list):
         raise DatasetError(path, f"expected a list of items, found {kind_of(data)}")
     return [_item(path, index, raw) for index, raw in enumerate(data)]

@@ -27,137 +27,93 @@ from types import MappingProxyType
 from himga.benchmarks._protocol import JSONValue, JudgeRequest, UnjudgeableError
 from himga.eval._result import EvalResult
 
-# Verbatim from upstream's PROMPT_TEMPLATES (long lines included); its "default" is left
-# out: every category has its own template.
-_MULTI_HOP = """
-You are a Fact-Checking Judge.
-Your task: Compare the model's prediction with the reference answer (multi-hop fact QA).
-
-Labels:
-- "correct": The answer matches the reference entities (names, places, times) exactly.
-- "partial": The answer misses some details or contains minor inaccuracies but gets the main entity right.
-- "wrong": The answer is factually incorrect or hallucinates details not in the reference.
-
-Reference Answer:
-{gold}
-
-Model Prediction:
-{pred}
-
-Relevant Evidence:
-{evidence}
-
-Return your judgment strictly in JSON format:
-{{"label": "correct"|"partial"|"wrong", "reason": "<short explanation>"}}
-"""  # noqa: E501
-
-_SINGLE_HOP = """
-You are a Fact-Checking Judge.
-Your task: Compare the model's prediction with the reference answer (single-hop fact QA).
-
-Labels:
-- "correct": The answer matches the reference entities exactly.
-- "partial": The answer misses some details but gets the main entity right.
-- "wrong": The answer is factually incorrect or hallucinates details not in the reference.
-
-Reference Answer:
-{gold}
-
-Model Prediction:
-{pred}
-
-Relevant Evidence:
-{evidence}
-
-Return your judgment strictly in JSON format:
-{{"label": "correct"|"partial"|"wrong", "reason": "<short explanation>"}}
-"""
-
-_TEMPORAL = """
-You are a Temporal Logic Judge.
-Your task: Check the calculation, duration, or sequence of events.
-
-Labels:
-- "correct": The calculated time, duration, or date matches the reference exactly (semantic equivalents are allowed).
-- "wrong": The calculation is incorrect, the sequence is reversed, or the specific time is wrong.
-
-Reference Answer:
-{gold}
-
-Model Prediction:
-{pred}
-
-Relevant Evidence:
-{evidence}
-
-Return your judgment strictly in JSON format:
-{{"label": "correct"|"wrong", "reason": "<short explanation>"}}
-"""  # noqa: E501
-
-_COMMON_SENSE = """
-You are a Knowledge Logic Judge.
-Your task: Assess if the prediction applies correct commonsense/world knowledge consistent with the reference.
-
-Labels:
-- "correct": The logic and inference are sound and match the reference conclusion.
-- "partial": The reasoning is mostly correct but the final conclusion is vague or slightly off.
-- "wrong": The reasoning contradicts commonsense or the reference.
-
-Reference Answer:
-{gold}
-
-Model Prediction:
-{pred}
-
-Relevant Evidence:
-{evidence}
-
-Return your judgment strictly in JSON format:
-{{"label": "correct"|"partial"|"wrong", "reason": "<short explanation>"}}
-"""  # noqa: E501
-
-_ADVERSARIAL = """
-You are a Skeptical Judge evaluating robustness.
-The question is inherently misleading (e.g., asks about something not in the conversation).
-Your task: Judge whether the model's answer conveys that "this was not mentioned in the conversation" (or equivalent refusal).
-
-Labels:
-- "correct": The prediction clearly conveys that the information was not mentioned / cannot be answered from the conversation. Score it.
-- "wrong": The prediction does NOT convey that meaning—e.g., it gives a concrete answer or does not refuse. Do not score.
+# Upstream's PROMPT_TEMPLATES, assembled here from their shared parts (the filled text is
+# verbatim, long lines included); its "default" is left out: every category has its own
+# template.
+_FACT_SECTIONS = (
+    "Reference Answer:\n{gold}\n\nModel Prediction:\n{pred}\n\nRelevant Evidence:\n{evidence}"
+)
+_THREE_LABELS = '"correct"|"partial"|"wrong"'
+_TWO_LABELS = '"correct"|"wrong"'
 
 
-Model Prediction:
-{pred}
+def _template(
+    task: str, labels: Sequence[str], sections: str, choices: str, reason: str = "short explanation"
+) -> str:
+    """One upstream template: the task, its labels, the filled sections, the JSON it asks for."""
+    return (
+        f"\n{task}\n\nLabels:\n" + "\n".join(labels) + f"\n\n{sections}\n\n"
+        "Return your judgment strictly in JSON format:\n"
+        f'{{{{"label": {choices}, "reason": "<{reason}>"}}}}\n'
+    )
 
-Return your judgment strictly in JSON format:
-{{"label": "correct"|"wrong", "reason": "<short explanation>"}}
-"""  # noqa: E501
-
-_COGNITIVE = """
-You are a Memory Awareness Judge.
-Your task: Judge whether the Model Prediction considers or is linked to the Evidence. If there is a clear connection, the answer is correct (score 1); if not, it is wrong (no score).
-
-Labels:
-- "correct": The prediction explicitly or implicitly reflects/uses the evidence (memory or constraint). Give 1 point.
-- "wrong": The prediction does not show such a link to the evidence. No point.
-
-Memory/Evidence:
-{evidence}
-
-Model Prediction:
-{pred}
-
-Return your judgment strictly in JSON format:
-{{"label": "correct"|"wrong", "reason": "<Does the prediction relate to the evidence?>"}}
-"""  # noqa: E501
 
 _TEMPLATES = {
-    "multi-hop": _MULTI_HOP,
-    "single-hop": _SINGLE_HOP,
-    "temporal": _TEMPORAL,
-    "common-sense": _COMMON_SENSE,
-    "adversarial": _ADVERSARIAL,
-    "Cognitive": _COGNITIVE,
+    "multi-hop": _template(
+        "You are a Fact-Checking Judge.\n"
+        "Your task: Compare the model's prediction with the reference answer (multi-hop fact QA).",
+        (
+            '- "correct": The answer matches the reference entities (names, places, times) exactly.',  # noqa: E501
+            '- "partial": The answer misses some details or contains minor inaccuracies but gets the main entity right.',  # noqa: E501
+            '- "wrong": The answer is factually incorrect or hallucinates details not in the reference.',  # noqa: E501
+        ),
+        _FACT_SECTIONS,
+        _THREE_LABELS,
+    ),
+    "single-hop": _template(
+        "You are a Fact-Checking Judge.\n"
+        "Your task: Compare the model's prediction with the reference answer (single-hop fact QA).",
+        (
+            '- "correct": The answer matches the reference entities exactly.',
+            '- "partial": The answer misses some details but gets the main entity right.',
+            '- "wrong": The answer is factually incorrect or hallucinates details not in the reference.',  # noqa: E501
+        ),
+        _FACT_SECTIONS,
+        _THREE_LABELS,
+    ),
+    "temporal": _template(
+        "You are a Temporal Logic Judge.\n"
+        "Your task: Check the calculation, duration, or sequence of events.",
+        (
+            '- "correct": The calculated time, duration, or date matches the reference exactly (semantic equivalents are allowed).',  # noqa: E501
+            '- "wrong": The calculation is incorrect, the sequence is reversed, or the specific time is wrong.',  # noqa: E501
+        ),
+        _FACT_SECTIONS,
+        _TWO_LABELS,
+    ),
+    "common-sense": _template(
+        "You are a Knowledge Logic Judge.\n"
+        "Your task: Assess if the prediction applies correct commonsense/world knowledge consistent with the reference.",  # noqa: E501
+        (
+            '- "correct": The logic and inference are sound and match the reference conclusion.',
+            '- "partial": The reasoning is mostly correct but the final conclusion is vague or slightly off.',  # noqa: E501
+            '- "wrong": The reasoning contradicts commonsense or the reference.',
+        ),
+        _FACT_SECTIONS,
+        _THREE_LABELS,
+    ),
+    "adversarial": _template(
+        "You are a Skeptical Judge evaluating robustness.\n"
+        "The question is inherently misleading (e.g., asks about something not in the conversation).\n"  # noqa: E501
+        'Your task: Judge whether the model\'s answer conveys that "this was not mentioned in the conversation" (or equivalent refusal).',  # noqa: E501
+        (
+            '- "correct": The prediction clearly conveys that the information was not mentioned / cannot be answered from the conversation. Score it.',  # noqa: E501
+            '- "wrong": The prediction does NOT convey that meaning—e.g., it gives a concrete answer or does not refuse. Do not score.',  # noqa: E501
+        ),
+        "\nModel Prediction:\n{pred}",
+        _TWO_LABELS,
+    ),
+    "Cognitive": _template(
+        "You are a Memory Awareness Judge.\n"
+        "Your task: Judge whether the Model Prediction considers or is linked to the Evidence. If there is a clear connection, the answer is correct (score 1); if not, it is wrong (no score).",  # noqa: E501
+        (
+            '- "correct": The prediction explicitly or implicitly reflects/uses the evidence (memory or constraint). Give 1 point.',  # noqa: E501
+            '- "wrong": The prediction does not show such a link to the evidence. No point.',
+        ),
+        "Memory/Evidence:\n{evidence}\n\nModel Prediction:\n{pred}",
+        _TWO_LABELS,
+        "Does the prediction relate to the evidence?",
+    ),
 }
 
 #: Every template by upstream category name (its hash goes into the run identity).
