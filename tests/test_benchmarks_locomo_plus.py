@@ -205,7 +205,10 @@ def test_locate(tmp_path: Path) -> None:
 def test_missing_host_says_where_it_looked(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("HIMGA_DATA_DIR", str(tmp_path / "nowhere"))
     monkeypatch.setenv("HIMGA_CACHE_DIR", str(tmp_path / "cache"))
-    path = tmp_path / FILE
+    # One level down: the loader also looks beside the file's directory, which for
+    # tmp_path itself is pytest's shared base directory, holding other tests' files.
+    (tmp_path / "data").mkdir()
+    path = tmp_path / "data" / FILE
     path.write_text("[]", encoding="utf-8")
     with pytest.raises(DatasetNotFoundError, match="stitched into LoCoMo-10"):
         list(benchmarks()[0].load(path, None))
