@@ -145,6 +145,30 @@ def test_any_client_can_be_wrapped(tmp_path: Path) -> None:
     assert cached.model == scripted.model
 
 
+class _TunedLLM(ScriptedLLM):
+    """A scripted client that declares a sampling temperature and a default budget."""
+
+    def __init__(self, temperature: float, max_tokens: int) -> None:
+        super().__init__()
+        self.temperature = temperature
+        self.max_tokens = max_tokens
+
+
+@pytest.mark.parametrize("other", [_TunedLLM(0.7, 64), _TunedLLM(0.0, 128), ScriptedLLM()])
+def test_a_client_declaring_other_settings_misses_the_cache(
+    tmp_path: Path, other: ScriptedLLM
+) -> None:
+    path = tmp_path / "c.sqlite"
+    ask: list[ChatMessage] = [{"role": "user", "content": "x"}]
+    CachingClient(_TunedLLM(0.0, 64), path).chat(ask)
+    same = CachingClient(_TunedLLM(0.0, 64), path)
+    same.chat(ask)
+    assert (same.cache_stats.hits, same.cache_stats.misses) == (1, 0)
+    cached = CachingClient(other, path)
+    cached.chat(ask)
+    assert (cached.cache_stats.hits, cached.cache_stats.misses) == (0, 1)
+
+
 def test_threads_sharing_one_cache_lose_no_entry(tmp_path: Path) -> None:
     cache = LLMCache(tmp_path / "c.sqlite")
 

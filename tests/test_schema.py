@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import pickle
 from datetime import datetime
 
 import pytest
@@ -96,3 +97,26 @@ def test_gold_data_lives_apart_from_conversation_data() -> None:
     assert {f.name for f in dataclasses.fields(Message)} == {"role", "content", "turn_id"}
     with pytest.raises(TypeError):
         sample.metadata["k"] = 2  # type: ignore[index]
+
+
+@given(
+    st.lists(sessions(), max_size=3),
+    st.dictionaries(st.text(max_size=5), st.integers() | st.text(max_size=5), max_size=3),
+)
+def test_sample_pickles_to_an_equal_sample(
+    history: list[Session], metadata: dict[str, int | str]
+) -> None:
+    # Ray ships samples to its workers; the read-only metadata must survive the trip.
+    qa = QAPair(question_id="q", question="Where?", answer="Paris", category="single-hop")
+    sample = Sample(
+        sample_id="s",
+        dataset="d",
+        sessions=history,
+        qa_pairs=[qa],
+        speakers=["a"],
+        question_date="2024-01-01",
+        metadata=metadata,
+    )
+    twin = pickle.loads(pickle.dumps(sample))
+    assert twin == sample
+    assert dict(twin.metadata) == metadata

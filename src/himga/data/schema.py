@@ -132,6 +132,21 @@ class Sample:
         object.__setattr__(self, "speakers", tuple(self.speakers))
         object.__setattr__(self, "metadata", MappingProxyType(dict(self.metadata)))
 
+    def __reduce__(self) -> tuple[type[Sample], tuple[Any, ...]]:
+        # The read-only metadata proxy is not picklable; a plain copy is (Ray ships samples).
+        return (
+            Sample,
+            (
+                self.sample_id,
+                self.dataset,
+                self.sessions,
+                self.qa_pairs,
+                self.speakers,
+                self.question_date,
+                dict(self.metadata),
+            ),
+        )
+
     def iter_turns(self) -> Iterator[tuple[Session, Message]]:
         """Every message with its session, in conversation order."""
         for session in self.sessions:

@@ -11,6 +11,7 @@ from himga.benchmarks._registry import find_benchmark
 from himga.eval._metric import Metric, MetricNeed, RunMetric
 from himga.eval._metric_registry import NEEDS, context_containment, metrics_of, run_metrics_of
 from himga.eval._result import EvalResult
+from himga.eval.judge import JudgeScores
 
 __all__ = ["compute_metrics", "question_scores", "result_groups"]
 
@@ -227,7 +228,6 @@ def compute_metrics(
         "memory_errors": [asdict(error) for error in memory_errors],
     }
     metrics.update(_run_metrics(results))
-    describe = getattr(judge_scores, "describe", None)
-    if callable(describe):
-        metrics["judge"] = describe()
+    if isinstance(judge_scores, JudgeScores):
+        metrics["judge"] = judge_scores.describe()
     return metrics

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import asyncio
 from collections import deque
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from himga._errors import HimgaError
 from himga._extras import require
-from himga.data.schema import QAPair, Sample, Session
+from himga.data.schema import QAPair, Sample
 from himga.eval._identity import RunIdentity
 from himga.eval._ledger import Ledger
 from himga.eval._local import evaluate_here
@@ -29,41 +29,6 @@ class WorkerStartError(HimgaError, RuntimeError):
     """A Ray worker could not build the agent, or built one whose run identity differs
     from the run's (the message names the differing fields): its results would not
     belong to this run, so the run does not start."""
-
-
-@dataclass(frozen=True)
-class _Shipped:
-    """A sample with only its pending questions, as plain picklable data (a
-    :class:`~himga.data.Sample` holds a read-only mapping, which pickle refuses;
-    the metadata never reaches the agent anyway)."""
-
-    sample_id: str
-    dataset: str
-    sessions: tuple[Session, ...]
-    qa_pairs: tuple[QAPair, ...]
-    speakers: tuple[str, ...]
-    question_date: str | None
-
-    @classmethod
-    def of(cls, sample: Sample, pending: Sequence[QAPair]) -> _Shipped:
-        return cls(
-            sample_id=sample.sample_id,
-            dataset=sample.dataset,
-            sessions=tuple(sample.sessions),
-            qa_pairs=tuple(pending),
-            speakers=tuple(sample.speakers),
-            question_date=sample.question_date,
-        )
-
-    def sample(self) -> Sample:
-        return Sample(
-            sample_id=self.sample_id,
-            dataset=self.dataset,
-            sessions=self.sessions,
-            qa_pairs=self.qa_pairs,
-            speakers=self.speakers,
-            question_date=self.question_date,
-        )
 
 
 class _Worker:
@@ -92,9 +57,9 @@ class _Worker:
         assert self._options.identity is not None
         return self._options.identity.to_dict()
 
-    def evaluate(self, shipped: _Shipped) -> list[dict[str, Any]]:
+    def evaluate(self, sample: Sample) -> list[dict[str, Any]]:
         """Every pending question of one sample, evaluated as the local executor does."""
-        results = asyncio.run(evaluate_here([shipped.sample()], self._agent, self._options))
+        results = asyncio.run(evaluate_here([sample], self._agent, self._options))
         return [result.to_dict() for result in results]
 
 
@@ -266,7 +231,9 @@ class RayExecutor:
             for number in live:
                 while work and load[number] < SAMPLES_IN_FLIGHT:
                     sample, pending = work.popleft()
-                    ref = actors[number].evaluate.remote(_Shipped.of(sample, pending))
+                    # Only the pending questions travel; the metadata never reaches the agent.
+                    shipped = replace(sample, qa_pairs=tuple(pending), metadata={})
+                    ref = actors[number].evaluate.remote(shipped)
                     in_flight[ref] = (number, sample, pending)
                     load[number] += 1
             if not in_flight:

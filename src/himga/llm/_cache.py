@@ -22,7 +22,13 @@ from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 from himga.llm._errors import LLMConfigError
-from himga.llm._protocol import ChatMessage, Completion, LLMClient
+from himga.llm._protocol import (
+    ChatMessage,
+    Completion,
+    HasMaxTokens,
+    HasTemperature,
+    LLMClient,
+)
 
 __all__ = [
     "CacheSchemaError",
@@ -275,8 +281,11 @@ class CachingClient:
         return self.cache.stats
 
     def _key(self, messages: Sequence[ChatMessage], max_tokens: int | None) -> str:
-        budget = max_tokens if max_tokens is not None else getattr(self.client, "max_tokens", None)
-        settings = {"max_tokens": budget, "temperature": getattr(self.client, "temperature", None)}
+        client = self.client
+        if max_tokens is None and isinstance(client, HasMaxTokens):
+            max_tokens = client.max_tokens
+        temperature = client.temperature if isinstance(client, HasTemperature) else None
+        settings = {"max_tokens": max_tokens, "temperature": temperature}
         return cache_key(self.provider, self.model, settings, messages)
 
     def chat(self, messages: Sequence[ChatMessage], /, *, max_tokens: int | None = None) -> str:

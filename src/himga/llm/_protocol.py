@@ -101,6 +101,16 @@ class HasTemperature(Protocol):
 
 
 @runtime_checkable
+class HasMaxTokens(Protocol):
+    """A client with a default reply budget, used when a call gives no ``max_tokens``."""
+
+    @property
+    def max_tokens(self) -> int:
+        """The default reply budget in tokens."""
+        ...
+
+
+@runtime_checkable
 class HasBaseURL(Protocol):
     """A client that calls an HTTP endpoint (credentials may be in it: record
     :func:`~himga.llm._client.public_url` of it, never the URL itself)."""
