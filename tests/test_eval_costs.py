@@ -10,7 +10,8 @@ from typing import Any
 import pytest
 
 from himga._cli import main
-from himga.integrations import CostSummary, PhaseCost, ProxyCall
+from himga.eval import AgentSpec, RayExecutor, run_eval
+from himga.integrations import CostSummary, PhaseCost, ProxyCall, RecordingProxy
 from himga.llm import (
     ChatMessage,
     ChatRequest,
@@ -165,3 +166,28 @@ def test_merged_shards_sum_their_costs(tmp_path: Path, monkeypatch: pytest.Monke
     assert [(c.phase, c.calls, c.input_tokens) for c in CostSummary.of(calls).phases] == [
         (c.phase, c.calls, c.input_tokens) for c in counted.phases
     ]
+
+
+def test_every_phase_of_the_memory_is_counted_preflight_included(tmp_path: Path) -> None:
+    data = write_json(tmp_path / "locomo.json", LOCOMO)
+    out = tmp_path / "run"
+    with FakeLLMServer() as server:
+        argv = ["eval", "--dataset", "locomo", "--data-path", str(data), "--out", str(out)]
+        argv += ["--memory", "tests.cost_memories:CallingMemory", "--no-progress"]
+        argv += ["--memory-arg", f"llm_base_url={server.openai_base_url}"]
+        assert main(argv) == 0
+        received = server.request_count
+    _, _, manifest = read_run(out)
+    calls = _calls(manifest["costs"])
+    turns = sum(len(sample["conversation"]["session_1"]) for sample in LOCOMO)
+    questions = sum(len(sample["qa"]) for sample in LOCOMO)
+    assert calls["ingest"] == turns
+    assert calls["retrieval"] == 2 * questions  # one retrieve and one search each
+    assert calls["preflight"] == received - turns - 2 * questions > 0  # the kit's memories
+    assert set(calls) == {"preflight", "ingest", "retrieval"}
+
+
+def test_a_memory_meter_is_refused_on_an_executor() -> None:
+    # the workers' memories and their calls live elsewhere: no window here could count them
+    with RecordingProxy("http://127.0.0.1:9") as proxy, pytest.raises(ValueError, match="meter"):
+        run_eval([], agent=AgentSpec("keyword"), executor=RayExecutor(), memory_meter=proxy)
