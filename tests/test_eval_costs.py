@@ -168,7 +168,9 @@ def test_merged_shards_sum_their_costs(tmp_path: Path, monkeypatch: pytest.Monke
     ]
 
 
-def test_every_phase_of_the_memory_is_counted_preflight_included(tmp_path: Path) -> None:
+def test_every_phase_of_the_memory_is_counted_preflight_included(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     data = write_json(tmp_path / "locomo.json", LOCOMO)
     out = tmp_path / "run"
     with FakeLLMServer() as server:
@@ -185,6 +187,18 @@ def test_every_phase_of_the_memory_is_counted_preflight_included(tmp_path: Path)
     assert calls["retrieval"] == 2 * questions  # one retrieve and one search each
     assert calls["preflight"] == received - turns - 2 * questions > 0  # the kit's memories
     assert set(calls) == {"preflight", "ingest", "retrieval"}
+
+    # himga compare shows each run's calls per phase beside the metrics
+    keyword = tmp_path / "keyword"
+    argv = ["eval", "--dataset", "locomo", "--data-path", str(data), "--memory", "keyword"]
+    assert main([*argv, "--out", str(keyword), "--no-progress", "--no-preflight"]) == 0
+    capsys.readouterr()
+    assert main(["compare", str(keyword), str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert "| run | preflight | ingest | retrieval |" in printed
+    assert f"| `{keyword}` | 0 | 0 | 0 |" in printed
+    ingest = manifest["costs"]["phases"][1]
+    assert f"| {turns} ({ingest['input_tokens']:,} + {ingest['output_tokens']:,}) |" in printed
 
 
 def test_a_memory_meter_is_refused_on_an_executor() -> None:
