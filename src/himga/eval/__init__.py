@@ -19,7 +19,7 @@ from himga.eval._metric_registry import (
     metrics_of,
     register_metric,
 )
-from himga.eval._options import EvalOptions, Executor
+from himga.eval._options import EvalOptions, Executor, PhaseMeter
 from himga.eval._ranking import (
     RANK_KS,
     all_evidence_recall_at_k,
@@ -50,6 +50,7 @@ __all__ = [
     "MemoryCallError",
     "Metric",
     "MetricNeed",
+    "PhaseMeter",
     "RayExecutor",
     "RunIdentity",
     "RunMetric",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import hashlib
 import time
@@ -14,13 +15,23 @@ from himga.data.schema import QAPair, Sample
 from himga.eval._identity import run_identity
 from himga.eval._ledger import Ledger, new_result
 from himga.eval._memory_calls import GuardedMemory, MemoryCallFailed
-from himga.eval._options import EvalOptions
+from himga.eval._options import EvalOptions, PhaseMeter
 from himga.eval._redact import redact
 from himga.eval._result import EvalResult, MemoryCallError
 from himga.llm._protocol import ChatMessage
 from himga.memory._protocol import SearchableMemory
 
 __all__ = ["evaluate_here"]
+
+
+class _Unmetered:
+    """The meter of a run that counts nothing: every window is empty."""
+
+    def phase(self, name: str, /) -> contextlib.nullcontext[None]:
+        return contextlib.nullcontext()
+
+
+_UNMETERED = _Unmetered()
 
 
 def _conversation_only(sample: Sample) -> tuple[Sample, dict[str, str]]:
@@ -69,6 +80,7 @@ def _prepare(
     sample: Sample,
     pending: Sequence[QAPair],
     prompts: bool,
+    meter: PhaseMeter,
 ) -> list[tuple[EvalResult, list[ChatMessage]]]:
     """Runs on the memory thread: reset, ingest once, retrieve (and search) per question.
 
@@ -76,25 +88,29 @@ def _prepare(
     fails every pending question of the sample, a failed retrieve or search
     only its own. A searchable memory is searched ``search_k`` deep (``None``: not).
     With ``prompts`` each question's prompt is built here too,
-    while the agent still holds this sample's state.
+    while the agent still holds this sample's state. Reset and ingest run in
+    ``meter``'s ``"ingest"`` window, each question's retrieve and search in its
+    ``"retrieval"`` window.
     """
     conversation, sample_turn_id = _conversation_only(sample)
     texts = {message.turn_id: message.content for _, message in sample.iter_turns()}
     try:
-        guarded.reset()
-        agent.ingest_sample(conversation)
+        with meter.phase("ingest"):
+            guarded.reset()
+            agent.ingest_sample(conversation)
     except MemoryCallFailed as failure:
         return [(_failed(sample, texts, qa, failure), []) for qa in pending]
     prepared: list[tuple[EvalResult, list[ChatMessage]]] = []
     for qa in pending:
         started = time.perf_counter()
         try:
-            context = agent.retrieve(qa.question)
-            ranked = None
-            if search_k is not None:
-                # A hit naming no ingested turn cannot be evidence: None.
-                hits = guarded.search_turn_ids(qa.question, search_k)
-                ranked = tuple(sample_turn_id.get(turn_id or "") for turn_id in hits)
+            with meter.phase("retrieval"):
+                context = agent.retrieve(qa.question)
+                ranked = None
+                if search_k is not None:
+                    # A hit naming no ingested turn cannot be evidence: None.
+                    hits = guarded.search_turn_ids(qa.question, search_k)
+                    ranked = tuple(sample_turn_id.get(turn_id or "") for turn_id in hits)
         except MemoryCallFailed as failure:
             prepared.append((_failed(sample, texts, qa, failure), []))
             continue
@@ -173,6 +189,7 @@ async def evaluate_here(
                 sample,
                 pending,
                 llm is not None,
+                options.memory_meter or _UNMETERED,
             )
             for result, prompt in prepared:
                 if llm is None or result.memory_error is not None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import os
 from collections.abc import Callable, Iterable, Mapping
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any, Protocol, TypedDict
 
@@ -14,7 +15,7 @@ from himga.eval._result import EvalResult
 from himga.eval._spec import AgentSpec
 from himga.memory._protocol import BaseMemory
 
-__all__ = ["EvalOptions", "EvalSettings", "Executor"]
+__all__ = ["EvalOptions", "EvalSettings", "Executor", "PhaseMeter"]
 
 
 class Executor(Protocol):
@@ -27,6 +28,17 @@ class Executor(Protocol):
         self, samples: Iterable[Sample], spec: AgentSpec, options: EvalOptions
     ) -> list[EvalResult]:
         """Evaluate every question of ``samples``."""
+        ...
+
+
+class PhaseMeter(Protocol):
+    """Counts what the memory spends per phase of the run (a
+    :class:`~himga.integrations.RecordingProxy` its endpoint is routed through):
+    the loop enters ``phase(name)`` on the thread that calls the memory, so every
+    memory call falls in exactly one window."""
+
+    def phase(self, name: str, /) -> AbstractContextManager[None]:
+        """Attribute what arrives inside the ``with`` block to ``name``."""
         ...
 
 
@@ -44,6 +56,10 @@ class EvalOptions:
       where a fresh memory comes from when one is stuck in a timed-out call;
     * ``executor``: where the work runs (an :class:`Executor` such as
       :class:`~himga.eval.RayExecutor`; ``None``: here);
+    * ``memory_meter``: a :class:`PhaseMeter` the loop windows the memory's calls
+      in -- ``"ingest"`` around each sample's reset and ingest, ``"retrieval"``
+      around each question's retrieve and search; not with an ``executor``
+      (its workers' calls happen elsewhere: refused);
     * ``show_progress``: a progress bar on stderr.
     """
 
@@ -55,6 +71,7 @@ class EvalOptions:
     identity: RunIdentity | None = None
     executor: Executor | None = None
     search_k: int = SEARCH_K
+    memory_meter: PhaseMeter | None = None
 
     def __post_init__(self) -> None:
         if isinstance(self.search_k, bool) or not isinstance(self.search_k, int):
@@ -86,3 +103,4 @@ class EvalSettings(TypedDict, total=False):
     identity: RunIdentity | None
     executor: Executor | None
     search_k: int
+    memory_meter: PhaseMeter | None

@@ -32,6 +32,11 @@ async def arun_eval(
     executor = chosen.executor
     if isinstance(agent, AgentSpec):
         if executor is not None:
+            if chosen.memory_meter is not None:
+                raise ValueError(
+                    "memory_meter cannot window the memory's calls on an executor's workers "
+                    "(they run elsewhere, each with its own memory): meter a local run"
+                )
             if chosen.max_concurrency is not None or chosen.memory_factory is not None:
                 raise ValueError(
                     "with an executor, LLM concurrency is the executor's llm_concurrency_total "

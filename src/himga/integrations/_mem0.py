@@ -103,7 +103,8 @@ class Mem0Memory:
     message and the scope's previous 10 and skips facts it already holds, so a fact
     may come from any of them: its hit's ``turn_id`` is the turn being added and
     ``derived_from`` lists all of them (fewer at the start). mem0's own failures
-    (an LLM that does not answer) propagate as mem0 raises them.
+    (an LLM that does not answer) propagate as mem0 raises them. It is an
+    :class:`~himga.memory.EndpointUser`: ``himga eval`` counts those calls per phase.
 
     Needs the ``mem0`` extra.
     """
@@ -167,6 +168,19 @@ class Mem0Memory:
             f"Mem0Memory(k={self.k}, infer={self.infer}, embedder={self.embedder.model_id!r}"
             f"{llm if self.infer else ''})"
         )
+
+    @property
+    def llm_endpoint(self) -> str | None:
+        """With ``infer=True``, the base URL mem0's OpenAI client calls now; ``None``
+        with ``infer=False``, which calls no model (:class:`~himga.memory.EndpointUser`)."""
+        if not self.infer:
+            return None
+        return str(self._memory.llm.client.base_url).rstrip("/")
+
+    def route_llm(self, base_url: str, /) -> None:
+        """Send mem0's later LLM calls to ``base_url`` (its OpenAI client, same key and
+        settings, another base URL); the stored memories and the ``repr`` stay."""
+        self._memory.llm.client = self._memory.llm.client.with_options(base_url=base_url)
 
     def ingest(self, message: Message, session: Session, /) -> None:
         """One ``Memory.add`` of the message (with ``infer=True``, one LLM call)."""

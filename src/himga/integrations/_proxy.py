@@ -8,7 +8,7 @@ import json
 import socket
 import threading
 import time
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
@@ -22,7 +22,7 @@ from himga.integrations._errors import IntegrationConfigError
 __all__ = ["PHASES", "CostSummary", "PhaseCost", "ProxyCall", "RecordingProxy"]
 
 #: The phases of an evaluation, in report order; any other name is accepted too.
-PHASES = ("ingest", "retrieval", "answering", "judging")
+PHASES = ("preflight", "ingest", "retrieval", "answering", "judging")
 # Hop-by-hop headers (RFC 9110 section 7.6.1) and those the proxy sets itself.
 _NOT_FORWARDED = frozenset(
     {"connection", "keep-alive", "proxy-connection", "transfer-encoding", "te", "upgrade", "host"}
@@ -49,6 +49,37 @@ class ProxyCall:
     output_tokens: int | None
     seconds: float
 
+    def to_json(self) -> dict[str, Any]:
+        """A JSON-ready dict of every field, the path without its query string (which
+        may hold a key)."""
+        return {
+            "phase": self.phase,
+            "api": self.api,
+            "path": self.path.split("?", 1)[0],
+            "status": self.status,
+            "input_tokens": self.input_tokens,
+            "output_tokens": self.output_tokens,
+            "seconds": round(self.seconds, 6),
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Self:
+        """The inverse of :meth:`to_json`; ``ValueError`` naming a missing or mistyped field."""
+        kinds: dict[str, type | tuple[type, ...]] = {
+            "phase": str,
+            "api": str,
+            "path": str,
+            "status": int,
+            "input_tokens": (int, type(None)),
+            "output_tokens": (int, type(None)),
+            "seconds": (int, float),
+        }
+        for name, kind in kinds.items():
+            value = data.get(name)
+            if name not in data or not isinstance(value, kind) or isinstance(value, bool):
+                raise ValueError(f"call field {name!r}: missing or mistyped ({value!r})")
+        return cls(**{name: data[name] for name in kinds})
+
 
 @dataclass(frozen=True, slots=True)
 class PhaseCost:
@@ -62,6 +93,18 @@ class PhaseCost:
     output_tokens: int
     unmetered: int
     seconds: float
+
+    def __add__(self, other: PhaseCost) -> PhaseCost:
+        """Both phases' calls, tokens and seconds summed, under this one's name."""
+        return PhaseCost(
+            self.phase,
+            self.calls + other.calls,
+            self.errors + other.errors,
+            self.input_tokens + other.input_tokens,
+            self.output_tokens + other.output_tokens,
+            self.unmetered + other.unmetered,
+            self.seconds + other.seconds,
+        )
 
     def to_json(self) -> dict[str, Any]:
         """A JSON-ready dict of every field."""
@@ -104,6 +147,38 @@ class CostSummary:
                 for phase in order
             )
         )
+
+    @classmethod
+    def summed(cls, summaries: Iterable[CostSummary]) -> Self:
+        """Every summary's phases added up, phase by phase (in the order :meth:`of` gives)."""
+        totals: dict[str, PhaseCost] = {}
+        for summary in summaries:
+            for cost in summary.phases:
+                was = totals.get(cost.phase)
+                totals[cost.phase] = cost if was is None else was + cost
+        order = [p for p in PHASES if p in totals] + [p for p in totals if p not in PHASES]
+        return cls(tuple(totals[phase] for phase in order))
+
+    @classmethod
+    def from_json(cls, data: Iterable[Mapping[str, Any]]) -> Self:
+        """The inverse of :meth:`to_json`; ``ValueError`` naming a missing or mistyped field."""
+        phases = []
+        for item in data:
+            try:
+                phases.append(
+                    PhaseCost(
+                        phase=str(item["phase"]),
+                        calls=int(item["calls"]),
+                        errors=int(item["errors"]),
+                        input_tokens=int(item["input_tokens"]),
+                        output_tokens=int(item["output_tokens"]),
+                        unmetered=int(item["unmetered"]),
+                        seconds=float(item["seconds"]),
+                    )
+                )
+            except (KeyError, TypeError, ValueError) as exc:
+                raise ValueError(f"phase cost {item!r}: {type(exc).__name__}: {exc}") from None
+        return cls(tuple(phases))
 
     def __getitem__(self, phase: str) -> PhaseCost:
         """The cost of ``phase``; a phase without calls costs nothing."""
@@ -185,11 +260,19 @@ class RecordingProxy:
     unchanged (a streamed response is buffered, then returned whole). Calls are
     attributed to the phase set by :meth:`phase` when they arrive (``"unattributed"``
     outside any): phases are time windows, so calls made concurrently for two
-    phases need one proxy each. The proxy answers on kept-alive connections without
+    phases need one proxy each. ``on_call`` is called with each call once it is
+    recorded, on the proxy's thread serving it (``himga eval`` appends it to the
+    run's ``calls.jsonl``). The proxy answers on kept-alive connections without
     Nagle's delay, so it adds no ~40 ms stall per call.
     """
 
-    def __init__(self, upstream: str, *, timeout: float = 600.0) -> None:
+    def __init__(
+        self,
+        upstream: str,
+        *,
+        timeout: float = 600.0,
+        on_call: Callable[[ProxyCall], None] | None = None,
+    ) -> None:
         parts = urlsplit(upstream)
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise IntegrationConfigError(
@@ -197,6 +280,7 @@ class RecordingProxy:
             )
         self.upstream = upstream.rstrip("/")
         self.timeout = timeout
+        self._on_call = on_call
         self._upstream = parts
         self._lock = threading.Lock()
         self._calls: list[ProxyCall] = []
@@ -239,14 +323,20 @@ class RecordingProxy:
         return f"http://127.0.0.1:{self._httpd.server_address[1]}"
 
     @property
+    def url(self) -> str:
+        """``upstream`` as the proxy serves it: the proxy's root plus the upstream's path
+        (give a client this in place of ``upstream``)."""
+        return self.base_url + self._upstream.path.rstrip("/")
+
+    @property
     def openai_base_url(self) -> str:
         """For ``OPENAI_BASE_URL``: the proxy's root plus the upstream's path, or ``/v1``."""
         return self.base_url + (self._upstream.path.rstrip("/") or "/v1")
 
     @property
     def anthropic_base_url(self) -> str:
-        """For ``ANTHROPIC_BASE_URL``: the proxy's root plus the upstream's path."""
-        return self.base_url + self._upstream.path.rstrip("/")
+        """For ``ANTHROPIC_BASE_URL``: :attr:`url`."""
+        return self.url
 
     @contextlib.contextmanager
     def phase(self, name: str) -> Iterator[None]:
@@ -276,6 +366,8 @@ class RecordingProxy:
     def _record(self, call: ProxyCall) -> None:
         with self._lock:
             self._calls.append(call)
+        if self._on_call is not None:
+            self._on_call(call)
 
     def _connection(self) -> http.client.HTTPConnection:
         parts = self._upstream

@@ -9,7 +9,7 @@ from typing import Protocol, runtime_checkable
 from himga.data.schema import Message, Session
 from himga.llm._protocol import LLMClient
 
-__all__ = ["BaseMemory", "Hit", "LLMUser", "SearchableMemory"]
+__all__ = ["BaseMemory", "EndpointUser", "Hit", "LLMUser", "SearchableMemory"]
 
 
 @runtime_checkable
@@ -94,4 +94,32 @@ class LLMUser(Protocol):
 
     def attach_llm(self, llm: LLMClient, /) -> None:
         """Use ``llm`` for the memory's own model calls from now on."""
+        ...
+
+
+@runtime_checkable
+class EndpointUser(Protocol):
+    """A memory that makes its own calls to an HTTP model endpoint (an OpenAI- or
+    Anthropic-compatible chat or embedding API: mem0 with ``infer=True``, LangMem's
+    memory manager) and can be pointed at another URL that forwards them.
+
+    ``himga eval`` reads :attr:`llm_endpoint` of every instance it creates, before
+    the first call, and when it is not ``None`` starts a
+    :class:`~himga.integrations.RecordingProxy` in front of it and calls
+    :meth:`route_llm` with the proxy's URL: the memory's calls are then counted
+    per phase of the run (``ingest``, ``retrieval``, ``preflight``) in the
+    manifest's ``costs``. The proxy forwards every request unchanged, path
+    included, so the memory behaves as before; its ``repr`` (part of the run
+    identity) must not change with the route.
+    """
+
+    @property
+    def llm_endpoint(self) -> str | None:
+        """The base URL its model calls go to now, as its client takes it (e.g.
+        ``https://api.openai.com/v1``); ``None`` when it makes none."""
+        ...
+
+    def route_llm(self, base_url: str, /) -> None:
+        """Send every later model call to ``base_url`` (the same API, path for path)
+        instead of :attr:`llm_endpoint`; what it stored so far is kept."""
         ...

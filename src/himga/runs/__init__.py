@@ -27,6 +27,7 @@ from himga.runs._evaluate import (
 from himga.runs._files import write_json, write_jsonl, write_text_atomic
 from himga.runs._manifest import (
     MANIFEST_FORMAT,
+    CostsInfo,
     DatasetInfo,
     Manifest,
     ManifestError,
@@ -57,6 +58,7 @@ __all__ = [
     "PREFLIGHT_EXAMPLES",
     "RUN_FILES",
     "CompareError",
+    "CostsInfo",
     "DatasetInfo",
     "EvalRequest",
     "Manifest",

@@ -17,6 +17,7 @@ from himga.eval import (
     result_groups,
 )
 from himga.eval._paired import DEFAULT_RESAMPLES, paired_differences
+from himga.integrations import PHASES
 from himga.runs._rundir import Run
 
 __all__ = [
@@ -177,6 +178,7 @@ def _describe(run: Run) -> dict[str, Any]:
         "memory_repr": run.manifest.memory.repr,
         "run_identity": run.manifest.run_identity,
         "started_at": run.manifest.started_at,
+        "costs": None if run.manifest.costs is None else run.manifest.costs.to_dict(),
     }
 
 
@@ -207,6 +209,7 @@ def format_comparison(comparison: dict[str, Any]) -> str:
         f"questions paired by id. Δ = B − A; 95% CI: paired bootstrap, "
         f"{comparison['resamples']:,} resamples, seed {comparison['seed']}; p: paired "
         f"permutation test, {comparison['resamples']:,} sign flips, two-sided.",
+        *_costs_table([baseline, *comparison["runs"]]),
     ]
     for other in comparison["runs"]:
         for metric in comparison["metrics"]:
@@ -229,6 +232,37 @@ def format_comparison(comparison: dict[str, Any]) -> str:
                     f"| {format_p_value(row['p_value'], comparison['resamples'])} |"
                 )
     return "\n".join(lines)
+
+
+def _costs_table(described: list[dict[str, Any]]) -> list[str]:
+    """Each run's model calls per phase (calls, tokens in + out), when any run counted any."""
+    costs = [run.get("costs") for run in described]
+    found = [p["phase"] for c in costs if c is not None for p in c["phases"]]
+    phases = [p for p in PHASES if p in found]
+    phases += [p for p in dict.fromkeys(found) if p not in PHASES]
+    if not phases:
+        return []
+    lines = [
+        "",
+        "Model calls per phase (calls, tokens in + out; the manifests' `costs`):",
+        "",
+        "| run | " + " | ".join(phases) + " |",
+        "| --- |" + " ---: |" * len(phases),
+    ]
+    for run, cost in zip(described, costs, strict=True):
+        if cost is None:
+            cells = ["not counted"] * len(phases)
+        else:
+            of = {p["phase"]: p for p in cost["phases"]}
+            cells = [
+                f"{of[phase]['calls']:,} ({of[phase]['input_tokens']:,} + "
+                f"{of[phase]['output_tokens']:,})"
+                if phase in of
+                else "0"
+                for phase in phases
+            ]
+        lines.append(f"| `{run['path']}` | " + " | ".join(cells) + " |")
+    return lines
 
 
 def plot_comparison(comparison: dict[str, Any], file: Path) -> None:

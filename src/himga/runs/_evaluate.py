@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import functools
 import hashlib
 import platform
 import time
@@ -33,12 +35,14 @@ from himga.eval import (
 from himga.eval._checkpoint import Checkpoint
 from himga.eval._identity import memory_config, temperature_of
 from himga.eval._shard import coverage
-from himga.llm import HasBaseURL, HasCacheStats, HasMaxRetries, HasUsage, LLMClient
+from himga.integrations import CostSummary
+from himga.llm import HasCacheStats, HasMaxRetries, HasUsage, LLMClient
 from himga.llm._client import public_url
-from himga.memory import BaseMemory, LLMUser, memory_provenance, resolve_memory
-from himga.runs._manifest import DatasetInfo, Manifest, MemoryInfo, ShardInfo
+from himga.memory import BaseMemory, EndpointUser, LLMUser, memory_provenance, resolve_memory
+from himga.runs._costs import CALLS_FILE, CallLog, RunMeter, read_calls
+from himga.runs._manifest import CostsInfo, DatasetInfo, Manifest, MemoryInfo, ShardInfo
 from himga.runs._preflight import PreflightReport, preflight
-from himga.runs._rundir import RunDir, RunDirError
+from himga.runs._rundir import RunDir, RunDirError, RunReadError
 
 __all__ = ["EvalRequest", "PreflightFailedError", "RunOutcome", "evaluate_run"]
 
@@ -176,7 +180,27 @@ def evaluate_run(request: EvalRequest, *, notify: Callable[[str], None] = _silen
     pre-flight). Raises :class:`PreflightFailedError`, :class:`RunDirError`
     (the directory cannot hold this run), and the errors of the dataset,
     memory and LLM configuration.
+
+    Run here, every model call is counted per phase (:mod:`himga.runs._costs`):
+    the memory's own (an :class:`~himga.memory.EndpointUser`'s endpoint routed
+    through a loopback :class:`~himga.integrations.RecordingProxy`, an
+    :class:`~himga.memory.LLMUser` given a client that calls through one) and the
+    answering and judging client's, appended to ``calls.jsonl`` and summed in the
+    manifest's ``costs``. On Ray workers they cannot be (the proxies and the
+    phase windows live in this process): ``costs`` is then ``None`` unless
+    nothing would have been counted -- no LLM and a memory with no endpoint.
     """
+    log = CallLog()
+    with RunMeter(log) as meter:
+        try:
+            return _evaluate(request, notify, None if request.ray is not None else meter, log)
+        finally:
+            log.close()
+
+
+def _evaluate(
+    request: EvalRequest, notify: Callable[[str], None], meter: RunMeter | None, log: CallLog
+) -> RunOutcome:
     from himga.benchmarks import get_benchmark
     from himga.data import load_dataset, resolve_dataset
     from himga.eval.judge import prompt_hashes as judge_prompt_hashes
@@ -185,26 +209,60 @@ def evaluate_run(request: EvalRequest, *, notify: Callable[[str], None] = _silen
     started = time.perf_counter()
     # Cheap failures (memory spec, pre-flight, API key) before the dataset is read or fetched.
     resolved = resolve_memory(request.memory, request.memory_arguments)
+
+    def routed(memory: BaseMemory) -> BaseMemory:
+        if meter is not None:
+            meter.route(memory)
+        return memory
+
     report = None
     if request.preflight:
-        report = preflight(resolved, timeout=request.memory_timeout)
+        metered = dataclasses.replace(resolved, factory=lambda: routed(resolved.factory()))
+        with meter.phase("preflight") if meter is not None else contextlib.nullcontext():
+            report = preflight(
+                resolved if meter is None else metered, timeout=request.memory_timeout
+            )
         if report.failed is not None:
             raise PreflightFailedError(report)
         if report.limited:
             checked = ", ".join(report.checked) or "nothing"
             notify(f"pre-flight: only {checked} checked ({report.limited})")
     llm: LLMClient | None = None
+    llm_upstream: str | None = None
     if request.llm is not None:
         from himga.llm import get_client
 
-        llm = get_client(request.llm, model=request.model, cache=request.llm_cache)
+        direct = get_client(request.llm, model=request.model, cache=request.llm_cache)
+        llm = direct
+        llm_upstream = direct.base_url
+        if meter is not None:
+            # The answering and judging calls through a proxy of their own; the cache
+            # object is shared, so a cached reply costs no call on either path.
+            llm = get_client(
+                request.llm,
+                model=request.model,
+                cache=direct.cache,
+                base_url=meter.answer_upstream(direct.base_url),
+            )
+
+        @functools.cache
+        def memory_llm() -> LLMClient:
+            if meter is None:
+                return direct
+            return get_client(
+                request.llm,
+                model=request.model,
+                cache=direct.cache,
+                base_url=meter.memory_upstream(direct.base_url),
+            )
 
     def create_memory() -> BaseMemory:
-        memory = resolved.create()
-        # A memory that builds with an LLM (MAGMA) uses the run's client, and its cache;
+        memory = routed(resolved.create())
+        # A memory that builds with an LLM (MAGMA) uses the run's provider, model and
+        # cache, through the memory's proxy so its calls count as ingest / retrieval;
         # so does the fresh instance that replaces one stuck in a timed-out call.
         if llm is not None and isinstance(memory, LLMUser):
-            memory.attach_llm(llm)
+            memory.attach_llm(memory_llm())
         return memory
 
     memory = create_memory()
@@ -246,6 +304,7 @@ def evaluate_run(request: EvalRequest, *, notify: Callable[[str], None] = _silen
     )
     with RunDir(out) as run_dir:
         run_dir.claim(resume=request.resume, fresh=request.fresh)
+        log.open(run_dir.file(CALLS_FILE))
         keys = {(s.sample_id, qa.question_id) for s in samples for qa in s.qa_pairs}
         resumed = _resumable(run_dir, identity, keys) if request.resume else 0
         if request.shard is not None:
@@ -256,20 +315,20 @@ def evaluate_run(request: EvalRequest, *, notify: Callable[[str], None] = _silen
             memory_timeout=request.memory_timeout,
             identity=identity,
             search_k=request.search_k,
+            memory_meter=meter,
         )
+        answering = meter.answer_phase if meter is not None else _no_phase
         try:
             if request.ray is not None:
                 results = run_eval(
                     samples, agent=spec, options=options, executor=_ray_executor(request)
                 )
             else:
-                results = run_eval(
-                    samples,
-                    agent=agent,
-                    options=options,
-                    max_concurrency=request.concurrency,
-                    memory_factory=create_memory,
+                local = dataclasses.replace(
+                    options, max_concurrency=request.concurrency, memory_factory=create_memory
                 )
+                with answering("answering"):
+                    results = run_eval(samples, agent=agent, options=local)
         except CheckpointMismatchError as exc:
             raise RunDirError(f"{exc}; rerun with --fresh to start over in {out}") from exc
         judge: JudgeScores | None = None
@@ -277,13 +336,14 @@ def evaluate_run(request: EvalRequest, *, notify: Callable[[str], None] = _silen
             # Verdicts persist beside the checkpoint, so a resumed run re-asks none.
             cache_file = run_dir.file("judge_cache.json")
             cache = run_dir.read_json(cache_file.name) if cache_file.exists() else {}
-            judge = batch_judge(
-                results,
-                llm=llm,
-                cache=cache,
-                show_progress=request.show_progress,
-                max_concurrency=request.concurrency,
-            )
+            with answering("judging"):
+                judge = batch_judge(
+                    results,
+                    llm=llm,
+                    cache=cache,
+                    show_progress=request.show_progress,
+                    max_concurrency=request.concurrency,
+                )
             run_dir.write_json(cache_file.name, cache)
         metrics = compute_metrics(results, judge)
         wall = time.perf_counter() - started
@@ -329,7 +389,7 @@ def evaluate_run(request: EvalRequest, *, notify: Callable[[str], None] = _silen
             if request.shard is None
             else ShardInfo(request.shard.index, request.shard.count),
             resumed=resumed,
-            llm=_describe_llm(llm, request.concurrency),
+            llm=_describe_llm(llm, llm_upstream, request.concurrency),
             prompt_hashes=prompts,
             judge=None if judge is None else judge.describe(),
             tokens={
@@ -341,6 +401,7 @@ def evaluate_run(request: EvalRequest, *, notify: Callable[[str], None] = _silen
             python=platform.python_version(),
             platform=platform.platform(),
             results_sha256=checksum,
+            costs=_costs(run_dir, meter, memory, llm),
         )
         run_dir.write_manifest(manifest)
     return RunOutcome(out, manifest, metrics, results, resumed, len(keys))
@@ -401,14 +462,41 @@ def _resumable(run_dir: RunDir, identity: RunIdentity, keys: set[tuple[str, str]
     )
 
 
-def _describe_llm(llm: LLMClient | None, concurrency: int | None) -> dict[str, Any] | None:
+def _no_phase(name: str, /) -> contextlib.nullcontext[None]:
+    """The answering client's window when nothing is counted."""
+    return contextlib.nullcontext()
+
+
+def _costs(
+    run_dir: RunDir, meter: RunMeter | None, memory: BaseMemory, llm: LLMClient | None
+) -> CostsInfo | None:
+    """The manifest's ``costs``: every call in ``calls.jsonl`` (this invocation's and
+    those of the parts it resumes), summed per phase; ``None`` when not counted."""
+    if meter is None:
+        calls_model = llm is not None or (
+            isinstance(memory, EndpointUser) and memory.llm_endpoint is not None
+        )
+        return None if calls_model else CostsInfo(CostSummary(()))
+    file = run_dir.file(CALLS_FILE)
+    try:
+        calls = read_calls(file)
+    except ValueError as exc:
+        raise RunReadError(f"{exc} (remove {file.name} or rerun with --fresh)") from None
+    return CostsInfo(CostSummary.of(calls), meter.memory_endpoints, meter.answer_endpoint)
+
+
+def _describe_llm(
+    llm: LLMClient | None, base_url: str | None, concurrency: int | None
+) -> dict[str, Any] | None:
+    """The answering client as the manifest records it, with the public form of the
+    ``base_url`` it calls (its upstream, not the loopback proxy in between)."""
     if llm is None:
         return None
     cache = llm.cache_stats if isinstance(llm, HasCacheStats) else None
     return {
         "provider": llm.provider,
         "model": llm.model,
-        "base_url": public_url(llm.base_url) if isinstance(llm, HasBaseURL) else None,
+        "base_url": None if base_url is None else public_url(base_url),
         "temperature": temperature_of(llm),
         "max_retries": llm.max_retries if isinstance(llm, HasMaxRetries) else None,
         "max_concurrency": concurrency or llm.max_concurrency,

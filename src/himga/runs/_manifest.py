@@ -2,7 +2,9 @@
 
 ``manifest.json`` of a run directory is :meth:`Manifest.to_dict`. Format 1 adds
 ``format`` and ``results_sha256`` to what himga 0.1.0 wrote (format 0, no
-``format`` key), which still reads: its files are the same otherwise.
+``format`` key), which still reads: its files are the same otherwise. The
+``costs`` section (:class:`CostsInfo`) came later within format 1: a manifest
+without it reads with ``costs`` ``None`` (not counted).
 """
 
 from __future__ import annotations
@@ -14,8 +16,17 @@ from typing import Any, ClassVar, cast
 from typing_extensions import Self
 
 from himga._errors import HimgaError
+from himga.integrations._proxy import CostSummary
 
-__all__ = ["MANIFEST_FORMAT", "DatasetInfo", "Manifest", "ManifestError", "MemoryInfo", "ShardInfo"]
+__all__ = [
+    "MANIFEST_FORMAT",
+    "CostsInfo",
+    "DatasetInfo",
+    "Manifest",
+    "ManifestError",
+    "MemoryInfo",
+    "ShardInfo",
+]
 
 #: The manifest format this himga writes; it reads this one and every older one.
 MANIFEST_FORMAT = 1
@@ -148,14 +159,58 @@ class ShardInfo(_Record):
 
 
 @dataclass(frozen=True)
+class CostsInfo:
+    """``costs``: the model calls of the run, counted at the wire by himga's loopback
+    proxies (``calls.jsonl``) and summed per phase over every invocation that wrote
+    the run directory -- a resumed run's parts, a merged run's shards.
+
+    ``phases``: calls, errors, tokens and latency of ``preflight``, ``ingest`` and
+    ``retrieval`` (the memory's own calls), ``answering`` and ``judging``;
+    ``memory_endpoints``: the public URLs the memory's calls went to (empty: the
+    memory declared no endpoint -- it is neither an
+    :class:`~himga.memory.EndpointUser` nor an :class:`~himga.memory.LLMUser` given
+    the run's LLM -- so any calls of its own were not seen); ``answer_endpoint``:
+    the answering and judging client's (``None`` without ``--llm``). A request
+    answered from the LLM cache makes no call and costs nothing.
+    """
+
+    phases: CostSummary
+    memory_endpoints: tuple[str, ...] = ()
+    answer_endpoint: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready, in manifest order."""
+        return {
+            "phases": self.phases.to_json(),
+            "memory_endpoints": list(self.memory_endpoints),
+            "answer_endpoint": self.answer_endpoint,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> CostsInfo:
+        """The inverse of :meth:`to_dict`; :class:`ManifestError` naming a bad field."""
+        where = "costs"
+        endpoints = _get(data, "memory_endpoints", list, where)
+        if not all(isinstance(url, str) for url in endpoints):
+            raise ManifestError(f"{where}.memory_endpoints: expected URLs, got {endpoints!r}")
+        try:
+            phases = CostSummary.from_json(_get(data, "phases", list, where))
+        except ValueError as exc:
+            raise ManifestError(f"{where}.phases: {exc}") from None
+        return cls(phases, tuple(endpoints), _get(data, "answer_endpoint", _STR, where))
+
+
+@dataclass(frozen=True)
 class Manifest:
     """``manifest.json``: everything needed to trace a run's numbers back to what made them.
 
     Typed where other code reads the field (dataset, memory, shard, identity,
-    checksum); the descriptive sections (``preflight``, ``llm``, ``judge``,
+    checksum, costs); the descriptive sections (``preflight``, ``llm``, ``judge``,
     ``tokens``, ``counts``, the command-line ``arguments``) are JSON objects as
-    written. ``results_sha256`` is the SHA-256 of ``results.jsonl`` (``None`` in
-    format 0), so an edited results file is detected when the run is read.
+    written. ``costs`` is ``None`` where they were not counted (a run on Ray
+    workers with a model-calling memory or an LLM, a manifest from before costs).
+    ``results_sha256`` is the SHA-256 of ``results.jsonl`` (``None`` in format 0),
+    so an edited results file is detected when the run is read.
     """
 
     himga_version: str
@@ -177,6 +232,7 @@ class Manifest:
     python: str = ""
     platform: str = ""
     results_sha256: str | None = None
+    costs: CostsInfo | None = None
     format: int = MANIFEST_FORMAT
 
     @property
@@ -207,6 +263,7 @@ class Manifest:
             "python": self.python,
             "platform": self.platform,
             "results_sha256": self.results_sha256,
+            "costs": None if self.costs is None else self.costs.to_dict(),
         }
 
     @classmethod
@@ -221,6 +278,7 @@ class Manifest:
             )
         w = "manifest"
         shard = _get(data, "shard", _OBJECT, w)
+        costs = _get(data, "costs", _OBJECT, w) if "costs" in data else None
         return cls(
             format=version,
             himga_version=_get(data, "himga_version", str, w),
@@ -242,4 +300,5 @@ class Manifest:
             python=_get(data, "python", str, w),
             platform=_get(data, "platform", str, w),
             results_sha256=_get(data, "results_sha256", _STR, w) if version >= 1 else None,
+            costs=None if costs is None else CostsInfo.from_dict(costs),
         )

@@ -17,8 +17,10 @@ from himga.eval import (
     compute_metrics,
 )
 from himga.eval._shard import Shard
-from himga.runs._files import write_jsonl
-from himga.runs._manifest import MANIFEST_FORMAT, Manifest
+from himga.integrations import CostSummary
+from himga.runs._costs import CALLS_FILE
+from himga.runs._files import write_jsonl, write_text_atomic
+from himga.runs._manifest import MANIFEST_FORMAT, CostsInfo, Manifest
 from himga.runs._rundir import RunDir, RunReadError
 
 __all__ = ["PER_RUN_FIELDS", "MergeError", "merge_runs"]
@@ -47,6 +49,9 @@ PER_RUN_FIELDS = (
     "python",
     "platform",
     "results_sha256",  # results.jsonl holds each question's measured latencies
+    # What was spent: calls.jsonl of every part, so a resumed or sharded run, which
+    # redoes an interrupted sample's work, costs more than one straight run.
+    "costs.phases",
 )
 
 
@@ -129,6 +134,7 @@ def merge_runs(paths: Sequence[Path], out: Path) -> int:
     lines: dict[tuple[str, str], dict[str, Any]] = {}
     header = None
     caches: dict[str, Any] = {}
+    calls: list[bytes] = []
     for index in sorted(shards):
         path = shards[index]
         part = Shard(index, count)
@@ -152,6 +158,8 @@ def merge_runs(paths: Sequence[Path], out: Path) -> int:
             lines[(line["sample_id"], line["question_id"])] = line  # a later line supersedes
         if run_dir.file("judge_cache.json").exists():
             caches.update(run_dir.read_json("judge_cache.json"))
+        if run_dir.file(CALLS_FILE).exists():
+            calls.append(run_dir.file(CALLS_FILE).read_bytes())
     order = [(c["sample_id"], q) for c in covers for q in c["question_ids"]]
     missing = [key for key in order if key not in held]
     if missing:
@@ -159,8 +167,21 @@ def merge_runs(paths: Sequence[Path], out: Path) -> int:
     extra = sorted(set(held) - set(order))
     if extra:
         raise MergeError(f"question(s) that no shard covers: {_listed(extra)}")
-    _write(out, order, held, lines, header, caches, manifests, shards, len(covers))
+    _write(out, order, held, lines, header, caches, calls, manifests, shards, len(covers))
     return len(order)
+
+
+def _summed_costs(manifests: Sequence[Manifest]) -> CostsInfo | None:
+    """Every shard's costs summed per phase; ``None`` unless every shard counted them."""
+    counted = [m.costs for m in manifests if m.costs is not None]
+    if len(counted) < len(manifests):
+        return None
+    endpoints = dict.fromkeys(url for costs in counted for url in costs.memory_endpoints)
+    return CostsInfo(
+        CostSummary.summed(costs.phases for costs in counted),
+        tuple(endpoints),
+        next((c.answer_endpoint for c in counted if c.answer_endpoint is not None), None),
+    )
 
 
 def _covers(run_dir: RunDir) -> list[dict[str, Any]]:
@@ -178,6 +199,7 @@ def _write(
     lines: Mapping[tuple[str, str], dict[str, Any]],
     header: Mapping[str, Any] | None,
     caches: Mapping[str, Any],
+    calls: Sequence[bytes],
     manifests: Mapping[int, Manifest],
     shards: Mapping[int, Path],
     samples: int,
@@ -207,6 +229,10 @@ def _write(
         write_jsonl(run_dir.checkpoint, checkpoint)
         if caches:
             run_dir.write_json("judge_cache.json", caches)
+        if calls:
+            # Without a line a shard's process may have died writing (it counts no call).
+            joined = b"".join(part[: part.rfind(b"\n") + 1] for part in calls)
+            write_text_atomic(run_dir.file(CALLS_FILE), joined.decode("utf-8"))
         every = [manifests[i] for i in sorted(manifests)]
         tokens = dict(reference.tokens)
         tokens["answer_input"] = sum(r.input_tokens for r in results)
@@ -225,6 +251,7 @@ def _write(
             judge=reference.judge if judge is None else judge.describe(),
             tokens=tokens,
             results_sha256=checksum,
+            costs=_summed_costs(every),
             format=MANIFEST_FORMAT,
         )
         run_dir.write_manifest(manifest)

@@ -7,6 +7,7 @@ from typing import Any
 
 from himga._extras import require
 from himga.runs._compare import METRIC_TITLES
+from himga.runs._manifest import CostsInfo
 from himga.runs._rundir import Run
 
 __all__ = ["plot_report", "render_report"]
@@ -90,6 +91,7 @@ def render_report(run: Run, table: str, figure: str) -> str:
             f"(answers and judge): {_count(usage.get('input_tokens'))} tokens in, "
             f"{_count(usage.get('output_tokens'))} out."
         )
+    cost += "\n\n" + _phase_costs(run.manifest.costs)
     outcome = (
         f"{_count(counts.get('questions'))} questions: {_count(counts.get('memory_errors', 0))} "
         f"memory errors (excluded from the metrics), {_count(counts.get('answered'))} answered, "
@@ -129,6 +131,43 @@ def render_report(run: Run, table: str, figure: str) -> str:
             "",
         ]
     )
+
+
+def _phase_costs(costs: CostsInfo | None) -> str:
+    """The manifest's ``costs`` as a sentence on what was counted and a table per phase."""
+    if costs is None:
+        return (
+            "Model calls per phase were not counted (a run on Ray workers, whose calls "
+            "this process cannot see, or a run from before himga counted them)."
+        )
+    if costs.memory_endpoints:
+        memory = (
+            f"The memory's own model calls went to {', '.join(costs.memory_endpoints)} "
+            "through a loopback recording proxy."
+        )
+    else:
+        memory = (
+            "The memory declared no model endpoint (not an `EndpointUser`, nor an "
+            "`LLMUser` given the run's LLM): calls of its own, if any, were not seen."
+        )
+    if costs.answer_endpoint is not None:
+        memory += f" Answers and verdicts went to {costs.answer_endpoint}, counted the same way."
+    if not costs.phases.phases:
+        return f"{memory} No model call was made."
+    rows = [
+        "| phase | calls | errors | tokens in | tokens out | no usage | seconds |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    rows += [
+        f"| {c.phase} | {c.calls:,} | {c.errors:,} | {c.input_tokens:,} | "
+        f"{c.output_tokens:,} | {c.unmetered:,} | {c.seconds:.2f} |"
+        for c in costs.phases.phases
+    ]
+    summed = (
+        "Model calls per phase, counted at the wire and summed over every part of the "
+        "run (`calls.jsonl`; seconds are summed round trips, not wall time):"
+    )
+    return "\n".join([memory, "", summed, "", *rows])
 
 
 def plot_report(run: Run, file: Path) -> None:

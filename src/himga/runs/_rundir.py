@@ -2,7 +2,8 @@
 
 A run directory holds ``checkpoint.jsonl`` (the crash-safe record of finished
 questions), ``results.jsonl``, ``metrics.json``, ``manifest.json`` and, as the
-run needs them, ``judge_cache.json``, ``shard.json``, ``merge.json`` and
+run needs them, ``judge_cache.json``, ``shard.json``, ``merge.json``,
+``calls.jsonl`` (the model calls counted for the manifest's ``costs``) and
 ``report.md`` / ``report.png``. :data:`MARKER` says the directory is himga's;
 :data:`LOCK` is held (an OS file lock, released when the process dies, even by
 ``kill -9``) while a process writes it.
@@ -50,6 +51,7 @@ RUN_FILES = (
     "manifest.json",
     "shard.json",
     "merge.json",
+    "calls.jsonl",  # each model call a proxy counted (the manifest's costs sum them)
     "report.md",  # himga report: it would describe the discarded run
     "report.png",
 )

@@ -1,0 +1,207 @@
+"""Cost per phase in a real run: ``himga eval --memory mem0 --memory-arg infer=true`` against
+the loopback fake LLM counts exactly what the server received, per phase, across a resume."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from himga._cli import main
+from himga.eval import AgentSpec, RayExecutor, run_eval
+from himga.integrations import CostSummary, PhaseCost, ProxyCall, RecordingProxy
+from himga.llm import (
+    ChatMessage,
+    ChatRequest,
+    FakeLLMServer,
+    RecordedRequest,
+    offline_responder,
+)
+from himga.runs import CostsInfo, Manifest, RunDir, render_report
+from tests.data_fixtures import read_run, write_json
+from tests.fake_llm_support import point_at
+from tests.integration_support import LOCOMO
+
+pytestmark = pytest.mark.usefixtures("loopback_only")
+
+
+def _phase_of(messages: list[ChatMessage]) -> str:
+    """The phase a request belongs to, read from what it asks."""
+    prompt = messages[-1]["content"]
+    if "Generated answer:" in prompt:
+        return "judging"
+    if prompt.endswith("Short answer:"):
+        return "answering"
+    return "ingest"  # mem0's fact extraction: the only other caller
+
+
+def _respond(request: ChatRequest) -> str:
+    if _phase_of(request) == "ingest":
+        assert request.response_format == "json_object"
+        newest = request[-1]["content"].split()[-6:]
+        return json.dumps({"memory": [{"text": "Fact: " + " ".join(newest)}]})
+    return offline_responder(request)
+
+
+def _received(requests: list[RecordedRequest]) -> dict[str, int]:
+    counted: dict[str, int] = {}
+    for request in requests:
+        phase = _phase_of(request.messages)
+        counted[phase] = counted.get(phase, 0) + 1
+    return counted
+
+
+def _calls(costs: dict[str, Any]) -> dict[str, int]:
+    return {phase["phase"]: phase["calls"] for phase in costs["phases"] if phase["calls"]}
+
+
+def test_mem0_infer_run_counts_what_the_server_received_per_phase_across_a_resume(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    data = write_json(tmp_path / "locomo.json", LOCOMO)
+    out = tmp_path / "run"
+    with FakeLLMServer(responder=_respond) as server:
+        point_at(server, "openai", monkeypatch)
+        argv = [
+            "eval",
+            *("--dataset", "locomo", "--data-path", str(data), "--out", str(out)),
+            *("--memory", "mem0", "--memory-arg", "infer=true", "--memory-arg", "embedder=hash"),
+            *("--memory-arg", f"llm_base_url={server.openai_base_url}"),
+            *("--llm", "openai", "--no-progress", "--no-preflight"),
+        ]
+        assert main(argv) == 0
+        first = _received(server.requests)
+        _, _, manifest = read_run(out)
+        assert first == {"ingest": 6, "answering": 4, "judging": 4}
+        assert _calls(manifest["costs"]) == first  # retrieval: mem0 searches without its LLM
+        assert manifest["costs"]["memory_endpoints"] == [server.openai_base_url]
+        assert manifest["costs"]["answer_endpoint"] == server.openai_base_url
+        assert manifest["llm"]["base_url"] == server.openai_base_url  # not the proxy's
+        phases = {p["phase"]: p for p in manifest["costs"]["phases"]}
+        assert phases["ingest"]["input_tokens"] == sum(
+            sum(len(m["content"].split()) for m in r.messages)
+            for r in server.requests
+            if _phase_of(r.messages) == "ingest"
+        )
+        assert phases["ingest"]["errors"] == phases["ingest"]["unmetered"] == 0
+
+        # Interrupted after one question: the resumed part ingests conv-b again (and
+        # conv-a's second question makes it ingest conv-a too), answers and judges anew.
+        checkpoint = out / "checkpoint.jsonl"
+        lines = checkpoint.read_text("utf-8").splitlines(keepends=True)
+        checkpoint.write_text("".join(lines[:2]), "utf-8")
+        server.reset_stats()
+        assert main([*argv, "--resume"]) == 0
+        second = _received(server.requests)
+    _, _, resumed = read_run(out)
+    assert second["ingest"] == 6
+    assert second["answering"] == 3
+    both = {phase: first.get(phase, 0) + second.get(phase, 0) for phase in first}
+    assert _calls(resumed["costs"]) == both  # every part counted once
+    lines = (out / "calls.jsonl").read_text("utf-8").splitlines()
+    assert len(lines) == sum(both.values())
+
+    capsys.readouterr()
+    assert main(["report", str(out)]) == 0
+    report = (out / "report.md").read_text("utf-8")
+    assert f"| ingest | {both['ingest']} | 0 |" in report
+    assert f"| answering | {both['answering']} | 0 |" in report
+    assert f"| judging | {both['judging']} | 0 |" in report
+    assert "through a loopback recording proxy" in report
+
+
+def test_a_memory_without_an_endpoint_costs_nothing_and_says_so(
+    data_dir: Path, tmp_path: Path
+) -> None:
+    out = tmp_path / "run"
+    argv = ["eval", "--memory", "keyword", "--limit", "1", "--no-progress", "--no-preflight"]
+    assert main([*argv, "--out", str(out)]) == 0
+    _, _, manifest = read_run(out)
+    assert manifest["costs"] == {"phases": [], "memory_endpoints": [], "answer_endpoint": None}
+    assert not (out / "calls.jsonl").read_text("utf-8")
+    run = RunDir(out).read()
+    text = render_report(run, "table", "figure")
+    assert "declared no model endpoint" in text
+    assert "No model call was made." in text
+
+
+def test_old_manifests_without_costs_still_read(tmp_path: Path) -> None:
+    fixture = Path(__file__).parent / "fixtures" / "run_0_1_0_fake_llm" / "manifest.json"
+    data = json.loads(fixture.read_text("utf-8"))
+    assert "costs" not in data
+    manifest = Manifest.from_dict(data)
+    assert manifest.costs is None
+    costs = CostsInfo(CostSummary.of([ProxyCall("ingest", "chat", "/v1/x?key=s", 200, 3, 1, 0.5)]))
+    again = Manifest.from_dict(json.loads(json.dumps({**data, "costs": costs.to_dict()})))
+    assert again.costs == costs
+    assert again.costs.phases["ingest"] == PhaseCost("ingest", 1, 0, 3, 1, 0, 0.5)
+
+
+def test_merged_shards_sum_their_costs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    data = write_json(tmp_path / "locomo.json", LOCOMO)
+    with FakeLLMServer(responder=_respond) as server:
+        point_at(server, "openai", monkeypatch)
+        argv = [
+            "eval",
+            *("--dataset", "locomo", "--data-path", str(data), "--no-progress", "--no-preflight"),
+            *("--memory", "mem0", "--memory-arg", "infer=true", "--memory-arg", "embedder=hash"),
+            *("--memory-arg", f"llm_base_url={server.openai_base_url}", "--llm", "openai"),
+        ]
+        shards = [str(tmp_path / f"s{index}") for index in range(2)]
+        for index, shard in enumerate(shards):
+            assert main([*argv, "--shard", f"{index}/2", "--out", shard]) == 0
+        received = _received(server.requests)
+    assert main(["merge", *shards, "--out", str(tmp_path / "merged")]) == 0
+    merged = RunDir(tmp_path / "merged").read().manifest.costs
+    assert merged is not None
+    assert _calls(merged.to_dict()) == received
+    parts = [RunDir(Path(shard)).read().manifest.costs for shard in shards]
+    assert merged.phases == CostSummary.summed(p.phases for p in parts if p is not None)
+    lines = (tmp_path / "merged" / "calls.jsonl").read_text("utf-8").splitlines()
+    calls = [ProxyCall.from_json(json.loads(line)) for line in lines]
+    counted = CostSummary.summed(p.phases for p in parts if p is not None)
+    # seconds are rounded per call in the file, per phase in the manifests
+    assert [(c.phase, c.calls, c.input_tokens) for c in CostSummary.of(calls).phases] == [
+        (c.phase, c.calls, c.input_tokens) for c in counted.phases
+    ]
+
+
+def test_every_phase_of_the_memory_is_counted_preflight_included(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    data = write_json(tmp_path / "locomo.json", LOCOMO)
+    out = tmp_path / "run"
+    with FakeLLMServer() as server:
+        argv = ["eval", "--dataset", "locomo", "--data-path", str(data), "--out", str(out)]
+        argv += ["--memory", "tests.cost_memories:CallingMemory", "--no-progress"]
+        argv += ["--memory-arg", f"llm_base_url={server.openai_base_url}"]
+        assert main(argv) == 0
+        received = server.request_count
+    _, _, manifest = read_run(out)
+    calls = _calls(manifest["costs"])
+    turns = sum(len(sample["conversation"]["session_1"]) for sample in LOCOMO)
+    questions = sum(len(sample["qa"]) for sample in LOCOMO)
+    assert calls["ingest"] == turns
+    assert calls["retrieval"] == 2 * questions  # one retrieve and one search each
+    assert calls["preflight"] == received - turns - 2 * questions > 0  # the kit's memories
+    assert set(calls) == {"preflight", "ingest", "retrieval"}
+
+    # himga compare shows each run's calls per phase beside the metrics
+    keyword = tmp_path / "keyword"
+    argv = ["eval", "--dataset", "locomo", "--data-path", str(data), "--memory", "keyword"]
+    assert main([*argv, "--out", str(keyword), "--no-progress", "--no-preflight"]) == 0
+    capsys.readouterr()
+    assert main(["compare", str(keyword), str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert "| run | preflight | ingest | retrieval |" in printed
+    assert f"| `{keyword}` | 0 | 0 | 0 |" in printed
+    ingest = manifest["costs"]["phases"][1]
+    assert f"| {turns} ({ingest['input_tokens']:,} + {ingest['output_tokens']:,}) |" in printed
+
+
+def test_a_memory_meter_is_refused_on_an_executor() -> None:
+    # the workers' memories and their calls live elsewhere: no window here could count them
+    with RecordingProxy("http://127.0.0.1:9") as proxy, pytest.raises(ValueError, match="meter"):
+        run_eval([], agent=AgentSpec("keyword"), executor=RayExecutor(), memory_meter=proxy)
