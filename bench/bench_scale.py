@@ -76,7 +76,9 @@ def pool() -> tuple[list[Session], list[str]]:
         for session in sample.sessions:
             if (owner, session.session_id) not in seen:
                 seen.add((owner, session.session_id))
-                sessions.append(session)
+                # Named by owner too: one id per session, so each stays one session in memory.
+                named = f"{owner}/{session.session_id}" if owner else session.session_id
+                sessions.append(Session(named, session.messages, session.date_str, session.date))
     questions = [qa.question for sample in samples for qa in sample.qa_pairs]
     return sessions, questions
 
