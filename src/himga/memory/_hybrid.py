@@ -20,8 +20,11 @@ __all__ = ["HybridMemory"]
 
 Fusion = Literal["rrf", "score"]
 
-# With search="ann": how many turns each part proposes (at least the hits asked for).
+# With search="ann": how many turns each part proposes (at least the hits asked for),
+# and how many evenly spaced turns join them so that the cosines' minimum, which scales
+# the dense scores, is near the one over every turn.
 _CANDIDATES = 100
+_SPREAD = 1024
 
 
 class HybridMemory:
@@ -51,9 +54,11 @@ class HybridMemory:
 
     ``search="ann"`` (the ``ann`` extra; see :class:`DenseMemory`): from
     ``ann_min_turns`` turns on, the fusion runs over candidates only -- the
-    ``max(k, 100)`` turns the HNSW graph finds nearest and BM25's ``max(k, 100)``
-    best -- with their exact cosines, the min-max scaling and the dense ranks taken
-    over those candidates; below ``ann_min_turns``, the exact fusion above.
+    ``max(k, 100)`` turns the HNSW graph finds nearest, BM25's ``max(k, 100)``
+    best and 1,024 evenly spaced turns (so that the cosines' minimum is near the
+    one over every turn) -- with their exact cosines, the min-max scaling and the
+    dense ranks taken over those candidates; below ``ann_min_turns``, the exact
+    fusion above.
     """
 
     def __init__(
@@ -147,9 +152,12 @@ class HybridMemory:
         count = max(k, _CANDIDATES)
         nearest, _ = self._dense._nearest(vector, count)
         lexical = self._bm25._top(query, count)
-        candidates = np.union1d(nearest, [position for position, _ in lexical]).astype(np.int64)
+        turns = len(self._dense._matrix)
+        spread = np.arange(0, turns, max(1, turns // _SPREAD))
+        matched = [position for position, _ in lexical]
+        candidates = np.union1d(np.union1d(nearest, matched), spread).astype(np.int64)
         dense = self._dense._matrix[candidates] @ vector
-        local = np.searchsorted(candidates, [position for position, _ in lexical])
+        local = np.searchsorted(candidates, matched)
         fused = self._fuse(dense, list(zip(local.tolist(), (s for _, s in lexical), strict=True)))
         # Candidates ascend by position: ties still go to the earlier turn.
         return [(int(candidates[at]), score) for at, score in top_k(np, fused, k)]
