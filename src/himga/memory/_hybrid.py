@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
 from himga.data.schema import Message, Session
+from himga.memory._ann import ANN_MIN_TURNS, Search
 from himga.memory._bm25 import BM25Memory
 from himga.memory._dense import DenseMemory
 from himga.memory._protocol import Hit
@@ -18,6 +19,12 @@ if TYPE_CHECKING:
 __all__ = ["HybridMemory"]
 
 Fusion = Literal["rrf", "score"]
+
+# With search="ann": how many turns each part proposes (at least the hits asked for),
+# and how many evenly spaced turns join them so that the cosines' minimum, which scales
+# the dense scores, is near the one over every turn.
+_CANDIDATES = 100
+_SPREAD = 1024
 
 
 class HybridMemory:
@@ -44,6 +51,14 @@ class HybridMemory:
     lines; ``search`` ranks every turn, best fused score first, ties earlier turn
     first; a blank query finds nothing. Indexing is lazy in both parts. Needs the
     ``bm25`` and ``dense`` extras.
+
+    ``search="ann"`` (the ``ann`` extra; see :class:`DenseMemory`): from
+    ``ann_min_turns`` turns on, the fusion runs over candidates only -- the
+    ``max(k, 100)`` turns the HNSW graph finds nearest, BM25's ``max(k, 100)``
+    best and 1,024 evenly spaced turns (so that the cosines' minimum is near the
+    one over every turn) -- with their exact cosines, the min-max scaling and the
+    dense ranks taken over those candidates; below ``ann_min_turns``, the exact
+    fusion above.
     """
 
     def __init__(
@@ -56,6 +71,8 @@ class HybridMemory:
         rrf_k: float = 60.0,
         k1: float = 1.5,
         b: float = 0.75,
+        search: Search = "exact",
+        ann_min_turns: int = ANN_MIN_TURNS,
     ) -> None:
         if k < 1:
             raise ValueError(f"HybridMemory: k must be >= 1, got {k}")
@@ -70,7 +87,7 @@ class HybridMemory:
         self.weight = weight
         self.rrf_k = rrf_k
         self._bm25 = BM25Memory(k, k1=k1, b=b)
-        self._dense = DenseMemory(k, embedder=embedder)
+        self._dense = DenseMemory(k, embedder=embedder, search=search, ann_min_turns=ann_min_turns)
         self._np = self._dense._np
 
     @property
@@ -82,8 +99,15 @@ class HybridMemory:
         return (
             f"HybridMemory(k={self.k}, embedder={self.embedder.model_id!r}, "
             f"fusion={self.fusion!r}, weight={self.weight}, rrf_k={self.rrf_k}, "
-            f"k1={self._bm25.k1}, b={self._bm25.b})"
+            f"k1={self._bm25.k1}, b={self._bm25.b}{self._search_repr()})"
         )
+
+    def _search_repr(self) -> str:
+        # Nothing for the exact search, as before ANN existed: old manifests still match.
+        dense = self._dense
+        if dense.search_mode == "exact":
+            return ""
+        return f", search='ann', ann_min_turns={dense.ann_min_turns}"
 
     def ingest(self, message: Message, session: Session, /) -> None:
         """Append the turn to both parts (O(1)); both index at the next query."""
@@ -111,11 +135,32 @@ class HybridMemory:
     def _top(self, query: str, k: int) -> Sequence[tuple[int, float]]:
         if k < 1:
             return []
+        if self._dense.approximate():
+            return self._top_candidates(query, k)
         dense = self._dense._scores(query)
         if dense is None:
             return []
         lexical = self._bm25._top(query, len(dense))
         return top_k(self._np, self._fuse(dense, lexical), k)
+
+    def _top_candidates(self, query: str, k: int) -> Sequence[tuple[int, float]]:
+        """:meth:`_top` fused over the dense graph's and BM25's best turns only."""
+        np = self._np
+        vector = self._dense._query(query)
+        if vector is None:
+            return []
+        count = max(k, _CANDIDATES)
+        nearest, _ = self._dense._nearest(vector, count)
+        lexical = self._bm25._top(query, count)
+        turns = len(self._dense._matrix)
+        spread = np.arange(0, turns, max(1, turns // _SPREAD))
+        matched = [position for position, _ in lexical]
+        candidates = np.union1d(np.union1d(nearest, matched), spread).astype(np.int64)
+        dense = self._dense._matrix[candidates] @ vector
+        local = np.searchsorted(candidates, matched)
+        fused = self._fuse(dense, list(zip(local.tolist(), (s for _, s in lexical), strict=True)))
+        # Candidates ascend by position: ties still go to the earlier turn.
+        return [(int(candidates[at]), score) for at, score in top_k(np, fused, k)]
 
     def _fuse(self, dense: Any, lexical: Sequence[tuple[int, float]]) -> Any:
         np = self._np

@@ -100,6 +100,25 @@ def _sum_at(keys: Int64s, weights: Floats, size: int) -> Floats:
     return sums
 
 
+def _appended(
+    indptr: Int64s, runs: Sequence[NDArray[Any]], keys: Int64s, values: Sequence[NDArray[Any]]
+) -> tuple[Int64s, list[NDArray[Any]]]:
+    """Grouped arrays (``runs``, one run per key, delimited by ``indptr``) with entries added.
+
+    Entry ``i`` of ``values`` (parallel arrays) goes at the end of key ``keys[i]``'s run,
+    after the run's entries and the earlier new ones: what :func:`_grouped` of the
+    old keys followed by ``keys`` gives, without sorting the old entries again (one
+    sequential copy of them). ``keys`` may name keys past ``indptr``'s (new ones).
+    """
+    size = max(len(indptr) - 1, int(keys.max()) + 1 if len(keys) else 0)
+    order, added = _grouped(keys, size)
+    ends = np.concatenate([indptr[1:], np.full(size - len(indptr) + 1, indptr[-1])])
+    # np.insert keeps the order of entries inserted at one place: the new runs stay stable.
+    at = np.repeat(ends, np.diff(added))
+    merged = [np.insert(run, at, new[order]) for run, new in zip(runs, values, strict=True)]
+    return np.concatenate([[0], ends]) + added, merged
+
+
 def _grouped(keys: Int64s, order_size: int) -> tuple[Int64s, Int64s]:
     """``(order, indptr)``: ``keys`` sorted stably, and where each key's run starts.
 
@@ -181,6 +200,11 @@ class Index:
         self._word_counts: dict[str, int] = {}  # content words, for the expansion
         self._word_stems: dict[str, list[str]] = {}
         self._semantic_knn: tuple[Int64s, Floats] | None = None  # per turn: neighbours, cosines
+        # The turn level's postings, grouped by term (CSC), and how many entries they hold.
+        self._indptr = np.zeros(1, np.int64)
+        self._postings = np.zeros(0, np.int64)
+        self._posting_counts = np.zeros(0, np.float64)
+        self._entries = 0
         self.extend(turns, embeddings)
 
     def extend(self, turns: Turns, embeddings: NDArray[np.float32] | None = None) -> None:
@@ -269,18 +293,23 @@ class Index:
         session_count = len(self.session_dates)
         lengths = np.array(self._lengths, dtype=np.float64)
         # The turn level: a (turns x terms) CSC matrix of term counts.
-        turn_of = np.array(self._term_turns, dtype=np.int64)
-        term_of = np.array(self._term_ids, dtype=np.int64)
-        counts = np.array(self._term_counts, dtype=np.float64)
-        order, indptr = _grouped(term_of, terms)
-        self._postings = turn_of[order]
-        self._posting_counts = counts[order]
-        self._indptr = indptr
-        frequency = np.diff(indptr)
+        # The new turns come after every earlier one: their postings extend each term's run.
+        first = self._entries
+        self._entries = len(self._term_ids)
+        self._indptr, (self._postings, self._posting_counts) = _appended(
+            np.pad(self._indptr, (0, terms + 1 - len(self._indptr)), mode="edge"),
+            (self._postings, self._posting_counts),
+            np.array(self._term_ids[first:], dtype=np.int64),
+            (
+                np.array(self._term_turns[first:], dtype=np.int64),
+                np.array(self._term_counts[first:], dtype=np.float64),
+            ),
+        )
+        frequency = np.diff(self._indptr)
         self._turn_idf = _idf(size, frequency)
         self._turn_norm = _norm(lengths, k1, b)
         # Context windows: each turn's neighbours at +-1 and +-2 places within its session.
-        by_session = np.argsort(self.sessions, kind="stable")
+        by_session = np.arange(size) if self._ordered else np.argsort(self.sessions, kind="stable")
         sorted_sessions = self.sessions[by_session]
         self._neighbours: dict[int, Int64s] = {}
         for offset in (-2, -1, 1, 2):
