@@ -1,14 +1,20 @@
-"""mem0 through himga: the kit, provenance to the turn, infer=True against the fake LLM, offline."""
+"""mem0 through himga: the kit, provenance to the turn, infer=True against the fake LLM, offline.
+
+The last test runs ``himga eval --memory mem0 --memory-arg infer=true`` against ``himga fake-llm``.
+"""
 
 from __future__ import annotations
 
 import json
 import os
+import signal
+import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+from himga._cli import main
 from himga._extras import MissingExtraError
 from himga.integrations import IntegrationConfigError, Mem0Memory
 from himga.integrations import _mem0 as mem0_adapter
@@ -16,6 +22,7 @@ from himga.llm import FakeLLMServer
 from himga.llm._protocol import ChatMessage
 from himga.memory import SearchableMemory, load_memory
 from himga.testing import check_memory
+from tests.data_fixtures import read_run, write_json
 from tests.integration_support import SESSION, TURNS
 
 pytestmark = pytest.mark.usefixtures("loopback_only")
@@ -122,3 +129,75 @@ def test_missing_extra_names_it(monkeypatch: pytest.MonkeyPatch) -> None:
             Mem0Memory(embedder="hash")
     finally:
         mem0_adapter._mem0_module.cache_clear()
+
+
+# mem0's extraction prompt ends with "## New Messages\n<role>: <content>\n\n...": the
+# scripted model states the new message as one fact, so a stored memory shows it went
+# through the LLM (the raw turn never has the "Fact: " prefix).
+_RESPONDER = """\
+import json
+
+def facts(request):
+    prompt = request[-1]["content"]
+    _, found, rest = prompt.partition("## New Messages\\n")
+    new = rest.split("\\n\\n", 1)[0].partition(": ")[2].strip() if found else ""
+    return json.dumps({"memory": [{"text": "Fact: " + new}] if new else []})
+"""
+
+
+def _locomo(path: Path) -> Path:
+    """One LoCoMo-format sample: the three shared turns and two questions about them."""
+    turns = [{"speaker": t.role, "dia_id": t.turn_id, "text": t.content} for t in TURNS]
+    conversation = {
+        "speaker_a": "Caroline",
+        "speaker_b": "Melanie",
+        "session_1_date_time": "1:56 pm on 8 May, 2023",
+        "session_1": turns,
+    }
+    qa = [
+        {"question": "Whose cat knocked over the painting?", "answer": "Melanie's",
+         "evidence": ["D1:2"], "category": 4},
+        {"question": "What class will Caroline start?", "answer": "pottery",
+         "evidence": ["D1:3"], "category": 1},
+    ]  # fmt: skip
+    return write_json(path, [{"sample_id": "conv-1", "conversation": conversation, "qa": qa}])
+
+
+def test_eval_with_infer_true_stores_the_fake_llm_s_facts(tmp_path: Path) -> None:
+    (tmp_path / "scripted_mem0.py").write_text(_RESPONDER, encoding="utf-8")
+    fake_llm = ["fake-llm", "--port", "0", "--responder", "scripted_mem0:facts"]
+    server = subprocess.Popen(
+        [sys.executable, "-m", "himga", *fake_llm],
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert server.stdout is not None
+        base_url = server.stdout.readline().split()[4] + "/v1"
+        out = tmp_path / "run"
+        argv = ["eval", "--data-path", str(_locomo(tmp_path / "locomo10.json"))]
+        argv += ["--memory", "mem0", "--memory-arg", "infer=true"]
+        argv += ["--memory-arg", "embedder=hash", "--memory-arg", f"llm_base_url={base_url}"]
+        code = main([*argv, "--no-preflight", "--out", str(out), "--no-progress"])
+    finally:
+        server.send_signal(signal.SIGTERM)
+        printed, _ = server.communicate(timeout=30)
+    assert code == 0
+    assert printed.splitlines()[-1] == f"stopped after {len(TURNS)} requests"  # one per turn
+    results, metrics, manifest = read_run(out)
+    assert manifest["memory"]["arguments"]["infer"] is True
+    assert manifest["memory"]["repr"] == (
+        "Mem0Memory(k=10, infer=True, embedder='hash-256', "
+        f"llm_model='gpt-4.1-nano', llm_base_url='{base_url}')"
+    )
+    assert metrics["counts"]["memory_errors"] == 0
+    assert metrics["overall"]["recall@10"] == 1.0
+    painting, pottery = results
+    assert painting["ranked_turn_ids"][0] == "D1:2"
+    assert pottery["ranked_turn_ids"][0] == "D1:3"
+    assert painting["context"].splitlines()[0] == (
+        "[1:56 pm on 8 May, 2023] Fact: Melanie: My cat Luna knocked over the painting."
+    )
+    for result in results:  # only what the LLM extracted was stored
+        assert all(" Fact: " in line for line in result["context"].splitlines())
