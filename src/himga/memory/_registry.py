@@ -158,7 +158,8 @@ def _load_spec(spec: str, *, origin: str) -> MemoryFactory:
         ):
             raise MemoryLoadError(
                 f"cannot load {origin}: no module named {exc.name!r} (the module must be "
-                f"importable from the current directory, {os.getcwd()}, or installed)"
+                f"importable from the current directory, {os.getcwd()}, a directory on "
+                f"PYTHONPATH, or installed)"
             ) from exc
         raise _import_failed(origin, module_name, exc) from exc
     except Exception as exc:
