@@ -15,6 +15,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import time
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -86,7 +87,7 @@ def test_a_hanging_memory_fails_preflight_under_a_memory_timeout(tmp_path: Path)
     run = himga("eval", "--memory", spec, "--memory-timeout", "0.1", "--out", str(tmp_path / "r"))
     assert run.returncode == 2, run.stderr
     assert "breaks [retrieve-returns-str]" in run.stderr
-    assert "MemoryCallTimeout: did not return within 0.1 s" in run.stderr
+    assert "retrieve did not return within 0.1 s (MemoryCallTimeout" in run.stderr
     assert "m1.retrieve(" in run.stderr  # the reproducer ends with the hanging call
 
 
@@ -199,6 +200,80 @@ def test_a_hanging_call_times_out_costs_its_sample_and_the_run_goes_on(tmp_path:
     assert {e["sample_id"] for e in errors} == {"conv-26"}
     assert all(r["memory_error"] is None for r in results if r["sample_id"] == "conv-30")
     assert _json(out / "manifest.json")["memory"]["timeout_s"] == 0.2
+
+
+@pytest.mark.parametrize("value", ["inf", "1e300", "1e-9", "nan", "-1", "0", "soon"])
+def test_a_memory_timeout_out_of_range_is_a_usage_error(tmp_path: Path, value: str) -> None:
+    # It was accepted, and every question failed with "reset raised OverflowError".
+    out = tmp_path / "r"
+    run = himga("eval", "--memory-timeout", value, "--limit", "1", "--out", str(out))
+    assert run.returncode == 2, run.stderr
+    last = run.stderr.splitlines()[-1]
+    assert "--memory-timeout" in last, last
+    assert "expected seconds between 0.001 and" in last
+    assert "or 'none' for no deadline" in last
+    assert "Traceback" not in run.stderr
+    assert not out.exists()
+
+
+def test_memory_calls_have_a_default_deadline_and_none_disables_it(tmp_path: Path) -> None:
+    help_text = himga("eval", "--help").stdout
+    assert "default: 3600, 'none': no deadline" in " ".join(help_text.split())
+    argv = ["--memory", "keyword", "--limit", "1", "--no-progress"]
+    assert himga("eval", *argv, "--out", str(tmp_path / "a")).returncode == 0
+    assert _json(tmp_path / "a" / "manifest.json")["memory"]["timeout_s"] == 3600
+    run = himga("eval", *argv, "--memory-timeout", "none", "--out", str(tmp_path / "b"))
+    assert run.returncode == 0, run.stderr
+    assert _json(tmp_path / "b" / "manifest.json")["memory"]["timeout_s"] is None
+
+
+@pytest.mark.parametrize("deadline", [[], ["--memory-timeout", "none"]])
+def test_the_first_ctrl_c_stops_a_run_whose_memory_hangs(
+    tmp_path: Path, deadline: list[str]
+) -> None:
+    flag, out = tmp_path / "hanging", tmp_path / "run"
+    argv = ["--memory", f"{TRUST}:HangsInSecondSample", "--limit", "2", "--no-preflight"]
+    argv += [*deadline, "--no-progress", "--out", str(out)]
+    process = subprocess.Popen(
+        [sys.executable, "-m", "himga", "eval", *argv],
+        cwd=PROJECT_ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "HIMGA_TEST_HANG_FLAG": str(flag)},
+    )
+    try:
+        for _ in range(1200):  # a generous bound on reaching the hang, not a timing check
+            if flag.exists() or process.poll() is not None:
+                break
+            time.sleep(0.1)
+        assert flag.exists(), process.communicate(timeout=10)
+        process.send_signal(signal.SIGINT)  # once
+        _, stderr = process.communicate(timeout=120)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.communicate()
+    assert process.returncode == 130, stderr
+    assert "Traceback" not in stderr
+    (line,) = stderr.splitlines()
+    checkpoint = out / "checkpoint.jsonl"
+    assert line == (
+        f"himga eval: interrupted (Ctrl-C): 199 finished questions are kept in {checkpoint}; "
+        "to go on, rerun the same command with --resume"
+    )
+    assert len(checkpoint.read_text("utf-8").splitlines()) == 1 + 199  # conv-26, all of it
+
+
+def test_a_memory_thread_that_never_ends_does_not_keep_himga_running(tmp_path: Path) -> None:
+    # subprocess.run's timeout fails the test if himga waits for the thread.
+    argv = ["--memory", f"{TRUST}:KeepsAThread", "--limit", "1", "--no-progress"]
+    run = himga("eval", *argv, "--out", str(tmp_path / "r"), timeout=300)
+    assert run.returncode == 0, run.stderr
+    assert len(_results(tmp_path / "r")) == 199
+    assert "himga: exiting without waiting for thread(s) indexer" in run.stderr
+    check = himga("check", f"{TRUST}:KeepsAThread", "--max-examples", "5", timeout=300)
+    assert check.returncode == 0, check.stdout + check.stderr
 
 
 # -- one spec resolution, arguments, listing ---------------------------------------------

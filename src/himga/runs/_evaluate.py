@@ -32,6 +32,7 @@ from himga.eval import (
 )
 from himga.eval._checkpoint import Checkpoint
 from himga.eval._identity import memory_config, temperature_of
+from himga.eval._memory_calls import DEFAULT_MEMORY_TIMEOUT
 from himga.eval._shard import coverage
 from himga.llm import HasBaseURL, HasCacheStats, HasMaxRetries, HasUsage, LLMClient
 from himga.llm._client import public_url
@@ -40,7 +41,7 @@ from himga.runs._manifest import DatasetInfo, Manifest, MemoryInfo, ShardInfo
 from himga.runs._preflight import PreflightReport, preflight
 from himga.runs._rundir import RunDir, RunDirError
 
-__all__ = ["EvalRequest", "PreflightFailedError", "RunOutcome", "evaluate_run"]
+__all__ = ["EvalRequest", "PreflightFailedError", "RunOutcome", "default_run_dir", "evaluate_run"]
 
 
 class PreflightFailedError(HimgaError, ValueError):
@@ -58,7 +59,8 @@ class EvalRequest:
     ``memory_arguments`` are the memory's constructor arguments, ``preflight``
     whether to check it first, ``out`` the run directory (default
     ``runs/<UTC timestamp>``), ``worker_resources`` each Ray worker's,
-    ``search_k`` the search depth (:class:`~himga.eval.EvalOptions`), and
+    ``search_k`` the search depth (:class:`~himga.eval.EvalOptions`), ``memory_timeout``
+    each memory call's deadline in seconds (``None``: none), and
     ``arguments`` the invocation as the manifest records it (default: these fields).
     """
 
@@ -66,7 +68,7 @@ class EvalRequest:
     data_path: Path | None = None
     memory: str = "bm25"
     memory_arguments: Mapping[str, Any] = field(default_factory=dict)
-    memory_timeout: float | None = None
+    memory_timeout: float | None = DEFAULT_MEMORY_TIMEOUT
     preflight: bool = True
     llm: str | None = None
     model: str | None = None
@@ -151,6 +153,11 @@ def _now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
 
+def default_run_dir(started_at: str | None = None) -> Path:
+    """``runs/<UTC timestamp>``: where a run goes without ``out`` (``started_at``: now)."""
+    return Path("runs") / (started_at or _now()).replace(":", "").replace("-", "")
+
+
 def _dataset_checksum(path: Path) -> str:
     """SHA-256 of the dataset file; of its files' names and bytes, sorted, for a directory."""
     digest = hashlib.sha256()
@@ -215,7 +222,7 @@ def evaluate_run(request: EvalRequest, *, notify: Callable[[str], None] = _silen
     covered = coverage(samples)
     if request.shard is not None:
         samples = request.shard.select(samples)
-    out = request.out or Path("runs") / started_at.replace(":", "").replace("-", "")
+    out = request.out or default_run_dir(started_at)
     agent = BaseAgent(memory=memory, llm=llm)
     judge_identity = None
     benchmark_judge = get_benchmark(request.dataset).judge
