@@ -114,8 +114,9 @@ def register(commands: Any) -> None:
         type=_shard,
         default=None,
         metavar="I/N",
-        help="evaluate shard I of N (0 <= I < N; samples chosen by a hash of their id) "
-        "into --out; join the N run directories with himga merge",
+        help="evaluate shard I of N (1 <= I <= N: 1/2 is the first half, as in Playwright, "
+        "Jest and Vitest; samples chosen by a hash of their id) into --out; join the N run "
+        "directories with himga merge",
     )
     scale.add_argument(
         "--ray",
