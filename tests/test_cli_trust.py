@@ -82,6 +82,18 @@ def test_preflight_names_contract_reproducer_and_check_command_and_exits_2(
     assert not out.exists()  # nothing ingested, nothing written
 
 
+def test_the_preflight_hint_keeps_the_memory_arguments_shell_quoted(tmp_path: Path) -> None:
+    spec = f"{TRUST}:NoneRetrieve"
+    argv = ["--memory-arg", "k=3 "]  # a space: quoted for the shell
+    run = himga("eval", "--memory", spec, *argv, "--out", str(tmp_path / "r"))
+    assert run.returncode == 2, run.stderr
+    hint = f"see every contract: himga check {spec} --memory-arg 'k=3 '  (or skip"
+    assert hint in run.stderr
+    check = himga("check", spec, "--memory-arg", "k=3 ", "--max-examples", "5")
+    assert check.returncode == 1  # the hint's command runs, and finds the same failure
+    assert "FAIL  retrieve-returns-str" in check.stdout
+
+
 def test_a_hanging_memory_fails_preflight_under_a_memory_timeout(tmp_path: Path) -> None:
     spec = f"{TRUST}:HangsAlways"
     run = himga("eval", "--memory", spec, "--memory-timeout", "0.1", "--out", str(tmp_path / "r"))

@@ -303,7 +303,9 @@ def _print_preflight_failure(args: argparse.Namespace, report: Any) -> None:
     if report.reproducer:
         lines.append("  minimal reproducer:")
         lines += [f"      {line}" for line in report.reproducer.splitlines()]
-    lines.append(
-        f"  see every contract: himga check {args.memory}  (or skip this check: --no-preflight)"
-    )
+    # The same memory, built with the same arguments, as a command to paste into a shell.
+    check = ["himga", "check", args.memory]
+    for argument in args.memory_arg:
+        check += ["--memory-arg", argument]
+    lines.append(f"  see every contract: {shlex.join(check)}  (or skip this check: --no-preflight)")
     print(redact("\n".join(lines)), file=sys.stderr)
