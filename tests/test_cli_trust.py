@@ -334,7 +334,8 @@ def test_memories_lists_registered_names_without_importing_plugins(tmp_path: Pat
     (info / "entry_points.txt").write_text("[himga.memories]\nloud = loudmod:Loud\n")
     flag = tmp_path / "imported"
     (tmp_path / "loudmod.py").write_text(f"open({str(flag)!r}, 'w').close()\n")
-    run = himga("memories", env={"PYTHONPATH": f"{tmp_path}{os.pathsep}{PROJECT_ROOT}"})
+    path = {"PYTHONPATH": f"{tmp_path}{os.pathsep}{PROJECT_ROOT}"}
+    run = himga("memories", env=path)
     assert run.returncode == 0, run.stderr
     rows = {line.split()[0]: line.split()[1:] for line in run.stdout.splitlines()[1:]}
     assert run.stdout.split()[:4] == ["name", "distribution", "version", "target"]
@@ -342,6 +343,25 @@ def test_memories_lists_registered_names_without_importing_plugins(tmp_path: Pat
     assert rows["bm25"][2] == "himga.memory:BM25Memory"
     assert rows["loud"] == ["loudplugin", "2.5", "loudmod:Loud"]
     assert not flag.exists()  # listed from metadata, never imported
+    listed = himga(
+        "memories", "--json", env={"PYTHONPATH": f"{tmp_path}{os.pathsep}{PROJECT_ROOT}"}
+    )
+    assert listed.returncode == 0, listed.stderr
+    entries = {entry["name"]: entry for entry in json.loads(listed.stdout)}
+    assert list(entries) == list(rows)  # the same memories, in the same order
+    assert entries["loud"] == {
+        "name": "loud",
+        "description": "",  # its distribution has no Summary; the plug-in is not imported
+        "target": "loudmod:Loud",
+        "distribution": "loudplugin",
+        "version": "2.5",
+        "extras": [],
+        "installed": True,
+        "install": None,
+    }
+    assert entries["dense"]["extras"] == ["dense"]
+    assert entries["dense"]["description"].startswith("Turn-level dense retrieval")
+    assert not flag.exists()
     version = himga("--version")
     assert version.returncode == 0
     assert version.stdout.strip().startswith("himga ")
