@@ -288,6 +288,21 @@ def test_a_memory_thread_that_never_ends_does_not_keep_himga_running(tmp_path: P
     assert check.returncode == 0, check.stdout + check.stderr
 
 
+def test_a_limit_that_leaves_question_categories_out_says_so(tmp_path: Path) -> None:
+    # LongMemEval is ordered by question type: its first 50 questions are all one type.
+    argv = ["--limit", "50", "--no-progress", "--no-preflight"]
+    run = himga("eval", "--dataset", "longmemeval_oracle", *argv, "--out", str(tmp_path / "a"))
+    assert run.returncode == 0, run.stderr
+    (note,) = [line for line in run.stderr.splitlines() if "question categories" in line]
+    assert note.startswith("himga eval: --limit 50 covers 1 of the ")
+    asked = {r["category"] for r in _results(tmp_path / "a")}
+    missing = note.split("no question of ")[1].split(" (")[0].split(", ")
+    assert asked.isdisjoint(missing)
+    whole = himga("eval", "--limit", "1", "--no-progress", "--out", str(tmp_path / "b"))
+    assert whole.returncode == 0, whole.stderr
+    assert "question categories" not in whole.stderr  # conv-26 has every LoCoMo category
+
+
 # -- one spec resolution, arguments, listing ---------------------------------------------
 
 _LOCAL_MEMORY = """

@@ -15,6 +15,7 @@ from typing import Any
 import himga
 from himga._errors import HimgaError
 from himga.agent import BaseAgent, prompt_hashes
+from himga.data.schema import Sample
 from himga.eval import (
     SEARCH_K,
     AgentSpec,
@@ -220,6 +221,10 @@ def evaluate_run(request: EvalRequest, *, notify: Callable[[str], None] = _silen
     dataset_sha256 = _dataset_checksum(resolution.path)
     samples = load_dataset(request.dataset, path=resolution.path, limit=request.limit)
     covered = coverage(samples)
+    if request.limit is not None:
+        note = _category_note(request.limit, get_benchmark(request.dataset).categories, samples)
+        if note:
+            notify(note)
     if request.shard is not None:
         samples = request.shard.select(samples)
     out = request.out or default_run_dir(started_at)
@@ -351,6 +356,20 @@ def evaluate_run(request: EvalRequest, *, notify: Callable[[str], None] = _silen
         )
         run_dir.write_manifest(manifest)
     return RunOutcome(out, manifest, metrics, results, resumed, len(keys))
+
+
+def _category_note(limit: int, categories: Sequence[str], samples: Sequence[Sample]) -> str:
+    """What ``--limit`` left out, when it leaves some of the benchmark's question categories
+    without a question (a benchmark ordered by category keeps only the first ones)."""
+    asked = {qa.category for sample in samples for qa in sample.qa_pairs}
+    missing = [category for category in categories if category not in asked]
+    if not missing:
+        return ""
+    kept = len(categories) - len(missing)
+    return (
+        f"--limit {limit} covers {kept} of the {len(categories)} question categories; "
+        f"no question of {', '.join(missing)} (the metrics cover the others only)"
+    )
 
 
 def _ray_executor(request: EvalRequest) -> RayExecutor:
