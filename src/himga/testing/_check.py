@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import Any, TypedDict
 
 from hypothesis import HealthCheck, Phase, Verbosity, given, settings
 from hypothesis import seed as fixed_seed
@@ -21,8 +21,18 @@ from himga.testing._deadline import MemoryHung, with_deadline
 from himga.testing._harness import SEARCH
 from himga.testing._programs import NOT_REPLAYED, Op, minimise, program
 
-__all__ = ["check_contract", "check_memory"]
+__all__ = ["CheckSettings", "check_contract", "check_memory"]
 PROTOCOL_SHAPE = "protocol-shape"
+
+
+class CheckSettings(TypedDict, total=False):
+    """The keyword settings of :func:`check_contract`, for callers that pass them on."""
+
+    max_examples: int
+    derandomize: bool
+    deterministic: bool
+    seed: int | None
+    timeout: float | None
 
 
 def _settings(max_examples: int, derandomize: bool) -> settings:

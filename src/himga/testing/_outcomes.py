@@ -11,9 +11,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from typing_extensions import Unpack
+
 from himga.memory._protocol import SearchableMemory
-from himga.testing._check import check_contract
-from himga.testing._contracts import DEFAULT_MAX_EXAMPLES, KIT_MEMORY_TIMEOUT, ContractViolation
+from himga.testing._check import CheckSettings, check_contract
+from himga.testing._contracts import ContractViolation
 from himga.testing._harness import SEARCH
 
 __all__ = ["ContractChecker", "ContractOutcome", "Status"]
@@ -47,24 +49,9 @@ class ContractChecker:
     :func:`~himga.testing.check_contract`.
     """
 
-    def __init__(
-        self,
-        factory: Callable[[], Any],
-        *,
-        max_examples: int = DEFAULT_MAX_EXAMPLES,
-        derandomize: bool = False,
-        deterministic: bool = False,
-        seed: int | None = None,
-        timeout: float | None = KIT_MEMORY_TIMEOUT,
-    ) -> None:
+    def __init__(self, factory: Callable[[], Any], **settings: Unpack[CheckSettings]) -> None:
         self._factory = factory
-        self._settings: dict[str, Any] = {
-            "max_examples": max_examples,
-            "derandomize": derandomize,
-            "deterministic": deterministic,
-            "seed": seed,
-            "timeout": timeout,
-        }
+        self._settings = settings
         self._found: dict[str, ContractViolation] = {}
         self._outcomes: dict[str, ContractOutcome] = {}
 
