@@ -15,6 +15,7 @@ FAST = ["--max-examples", "5", "--derandomize"]
 
 MEMORIES = """
 import sys
+import threading
 
 
 class Base:
@@ -55,6 +56,11 @@ class RaisesBaseException(Base):
 class Interrupts(Base):
     def retrieve(self, query):
         raise KeyboardInterrupt
+
+
+class Hangs(Base):
+    def retrieve(self, query):
+        threading.Event().wait()
 
 
 class NeedsK(Base):
@@ -126,3 +132,34 @@ def test_a_file_path_spec_says_the_module_must_be_importable(tmp_path: Path, spe
     (line,) = result.stderr.splitlines()
     assert "is not a module name" in line
     assert "importable from the current directory" in line
+
+
+def test_a_hanging_memory_fails_the_contract_under_check_at_its_deadline(tmp_path: Path) -> None:
+    # It blocked himga check for ever.
+    result = _check(tmp_path, "exiting_memories:Hangs", "--memory-timeout", "0.2", *FAST)
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "FAIL  retrieve-returns-str  retrieve did not return within 0.2 s" in result.stdout
+    assert "m1.retrieve(" in result.stdout  # the reproducer ends with the call that hung
+    assert "Traceback" not in result.stderr
+
+
+def test_check_states_its_default_deadline_and_validates_it(tmp_path: Path) -> None:
+    help_text = " ".join(_check(tmp_path, "--help").stdout.split())
+    assert "(per call; default: 120, 'none': no deadline)" in help_text
+    for value in ("inf", "nan", "-3", "1e-9"):
+        result = _check(tmp_path, "exiting_memories:Base", "--memory-timeout", value)
+        assert result.returncode == 2
+        assert "expected seconds between" in result.stderr.splitlines()[-1]
+    fine = _check(tmp_path, "exiting_memories:Base", "--memory-timeout", "none", *FAST)
+    assert fine.returncode == 0, fine.stdout + fine.stderr
+
+
+def test_a_module_outside_the_current_directory_says_where_it_must_be(tmp_path: Path) -> None:
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "mymodule.py").write_text("class Mem:\n    pass\n")
+    result = _check(tmp_path, "mymodule:Mem")
+    assert result.returncode == 2
+    (line,) = result.stderr.splitlines()
+    assert "no module named 'mymodule'" in line
+    assert f"importable from the current directory, {tmp_path}, a directory on PYTHONPATH" in line

@@ -15,6 +15,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import time
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -81,12 +82,24 @@ def test_preflight_names_contract_reproducer_and_check_command_and_exits_2(
     assert not out.exists()  # nothing ingested, nothing written
 
 
+def test_the_preflight_hint_keeps_the_memory_arguments_shell_quoted(tmp_path: Path) -> None:
+    spec = f"{TRUST}:NoneRetrieve"
+    argv = ["--memory-arg", "k=3 "]  # a space: quoted for the shell
+    run = himga("eval", "--memory", spec, *argv, "--out", str(tmp_path / "r"))
+    assert run.returncode == 2, run.stderr
+    hint = f"see every contract: himga check {spec} --memory-arg 'k=3 '  (or skip"
+    assert hint in run.stderr
+    check = himga("check", spec, "--memory-arg", "k=3 ", "--max-examples", "5")
+    assert check.returncode == 1  # the hint's command runs, and finds the same failure
+    assert "FAIL  retrieve-returns-str" in check.stdout
+
+
 def test_a_hanging_memory_fails_preflight_under_a_memory_timeout(tmp_path: Path) -> None:
     spec = f"{TRUST}:HangsAlways"
     run = himga("eval", "--memory", spec, "--memory-timeout", "0.1", "--out", str(tmp_path / "r"))
     assert run.returncode == 2, run.stderr
     assert "breaks [retrieve-returns-str]" in run.stderr
-    assert "MemoryCallTimeout: did not return within 0.1 s" in run.stderr
+    assert "retrieve did not return within 0.1 s (MemoryCallTimeout" in run.stderr
     assert "m1.retrieve(" in run.stderr  # the reproducer ends with the hanging call
 
 
@@ -201,6 +214,95 @@ def test_a_hanging_call_times_out_costs_its_sample_and_the_run_goes_on(tmp_path:
     assert _json(out / "manifest.json")["memory"]["timeout_s"] == 0.2
 
 
+@pytest.mark.parametrize("value", ["inf", "1e300", "1e-9", "nan", "-1", "0", "soon"])
+def test_a_memory_timeout_out_of_range_is_a_usage_error(tmp_path: Path, value: str) -> None:
+    # It was accepted, and every question failed with "reset raised OverflowError".
+    out = tmp_path / "r"
+    run = himga("eval", "--memory-timeout", value, "--limit", "1", "--out", str(out))
+    assert run.returncode == 2, run.stderr
+    last = run.stderr.splitlines()[-1]
+    assert "--memory-timeout" in last, last
+    assert "expected seconds between 0.001 and" in last
+    assert "or 'none' for no deadline" in last
+    assert "Traceback" not in run.stderr
+    assert not out.exists()
+
+
+def test_memory_calls_have_a_default_deadline_and_none_disables_it(tmp_path: Path) -> None:
+    help_text = himga("eval", "--help").stdout
+    assert "default: 3600, 'none': no deadline" in " ".join(help_text.split())
+    argv = ["--memory", "keyword", "--limit", "1", "--no-progress"]
+    assert himga("eval", *argv, "--out", str(tmp_path / "a")).returncode == 0
+    assert _json(tmp_path / "a" / "manifest.json")["memory"]["timeout_s"] == 3600
+    run = himga("eval", *argv, "--memory-timeout", "none", "--out", str(tmp_path / "b"))
+    assert run.returncode == 0, run.stderr
+    assert _json(tmp_path / "b" / "manifest.json")["memory"]["timeout_s"] is None
+
+
+@pytest.mark.parametrize("deadline", [[], ["--memory-timeout", "none"]])
+def test_the_first_ctrl_c_stops_a_run_whose_memory_hangs(
+    tmp_path: Path, deadline: list[str]
+) -> None:
+    flag, out = tmp_path / "hanging", tmp_path / "run"
+    argv = ["--memory", f"{TRUST}:HangsInSecondSample", "--limit", "2", "--no-preflight"]
+    argv += [*deadline, "--no-progress", "--out", str(out)]
+    process = subprocess.Popen(
+        [sys.executable, "-m", "himga", "eval", *argv],
+        cwd=PROJECT_ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "HIMGA_TEST_HANG_FLAG": str(flag)},
+    )
+    try:
+        for _ in range(1200):  # a generous bound on reaching the hang, not a timing check
+            if flag.exists() or process.poll() is not None:
+                break
+            time.sleep(0.1)
+        assert flag.exists(), process.communicate(timeout=10)
+        process.send_signal(signal.SIGINT)  # once
+        _, stderr = process.communicate(timeout=120)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.communicate()
+    assert process.returncode == 130, stderr
+    assert "Traceback" not in stderr
+    (line,) = stderr.splitlines()
+    checkpoint = out / "checkpoint.jsonl"
+    assert line == (
+        f"himga eval: interrupted (Ctrl-C): 199 finished questions are kept in {checkpoint}; "
+        "to go on, rerun the same command with --resume"
+    )
+    assert len(checkpoint.read_text("utf-8").splitlines()) == 1 + 199  # conv-26, all of it
+
+
+def test_a_memory_thread_that_never_ends_does_not_keep_himga_running(tmp_path: Path) -> None:
+    # subprocess.run's timeout fails the test if himga waits for the thread.
+    argv = ["--memory", f"{TRUST}:KeepsAThread", "--limit", "1", "--no-progress"]
+    run = himga("eval", *argv, "--out", str(tmp_path / "r"), timeout=300)
+    assert run.returncode == 0, run.stderr
+    assert len(_results(tmp_path / "r")) == 199
+    assert "himga: exiting without waiting for thread(s) indexer" in run.stderr
+    check = himga("check", f"{TRUST}:KeepsAThread", "--max-examples", "5", timeout=300)
+    assert check.returncode == 0, check.stdout + check.stderr
+
+
+def test_a_limit_that_leaves_question_categories_out_says_so(tmp_path: Path) -> None:
+    # LongMemEval is ordered by question type: its first 50 questions are all one type.
+    argv = ["--limit", "50", "--no-progress", "--no-preflight"]
+    run = himga("eval", "--dataset", "longmemeval_oracle", *argv, "--out", str(tmp_path / "a"))
+    assert run.returncode == 0, run.stderr
+    (note,) = [line for line in run.stderr.splitlines() if "question categories" in line]
+    assert note.startswith("himga eval: --limit 50 covers 1 of the ")
+    asked = {r["category"] for r in _results(tmp_path / "a")}
+    missing = note.split("no question of ")[1].split(" (")[0].split(", ")
+    assert asked.isdisjoint(missing)
+    whole = himga("eval", "--limit", "1", "--no-progress", "--out", str(tmp_path / "b"))
+    assert whole.returncode == 0, whole.stderr
+    assert "question categories" not in whole.stderr  # conv-26 has every LoCoMo category
+
+
 # -- one spec resolution, arguments, listing ---------------------------------------------
 
 _LOCAL_MEMORY = """
@@ -247,7 +349,8 @@ def test_memories_lists_registered_names_without_importing_plugins(tmp_path: Pat
     (info / "entry_points.txt").write_text("[himga.memories]\nloud = loudmod:Loud\n")
     flag = tmp_path / "imported"
     (tmp_path / "loudmod.py").write_text(f"open({str(flag)!r}, 'w').close()\n")
-    run = himga("memories", env={"PYTHONPATH": f"{tmp_path}{os.pathsep}{PROJECT_ROOT}"})
+    path = {"PYTHONPATH": f"{tmp_path}{os.pathsep}{PROJECT_ROOT}"}
+    run = himga("memories", env=path)
     assert run.returncode == 0, run.stderr
     rows = {line.split()[0]: line.split()[1:] for line in run.stdout.splitlines()[1:]}
     assert run.stdout.split()[:4] == ["name", "distribution", "version", "target"]
@@ -255,6 +358,25 @@ def test_memories_lists_registered_names_without_importing_plugins(tmp_path: Pat
     assert rows["bm25"][2] == "himga.memory:BM25Memory"
     assert rows["loud"] == ["loudplugin", "2.5", "loudmod:Loud"]
     assert not flag.exists()  # listed from metadata, never imported
+    listed = himga(
+        "memories", "--json", env={"PYTHONPATH": f"{tmp_path}{os.pathsep}{PROJECT_ROOT}"}
+    )
+    assert listed.returncode == 0, listed.stderr
+    entries = {entry["name"]: entry for entry in json.loads(listed.stdout)}
+    assert list(entries) == list(rows)  # the same memories, in the same order
+    assert entries["loud"] == {
+        "name": "loud",
+        "description": "",  # its distribution has no Summary; the plug-in is not imported
+        "target": "loudmod:Loud",
+        "distribution": "loudplugin",
+        "version": "2.5",
+        "extras": [],
+        "installed": True,
+        "install": None,
+    }
+    assert entries["dense"]["extras"] == ["dense"]
+    assert entries["dense"]["description"].startswith("Turn-level dense retrieval")
+    assert not flag.exists()
     version = himga("--version")
     assert version.returncode == 0
     assert version.stdout.strip().startswith("himga ")

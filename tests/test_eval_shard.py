@@ -72,15 +72,33 @@ def test_every_sample_is_in_exactly_one_shard_whatever_the_order(
     assert Shard.of("conv-26", 4) == Shard.of("conv-26", 4)
 
 
-@pytest.mark.parametrize("text", ["3/3", "-1/2", "1", "a/b", "0/0", "1/2/3"])
+@pytest.mark.parametrize("text", ["4/3", "0/2", "-1/2", "1", "a/b", "0/0", "1/0", "1/2/3"])
 def test_malformed_shards_are_refused(text: str) -> None:
     with pytest.raises(ShardSpecError, match="shard"):
         Shard.parse(text)
 
 
-def test_shard_parses_and_prints_as_given() -> None:
-    assert Shard.parse(" 2 / 5 ") == Shard(2, 5)
-    assert str(Shard(2, 5)) == "2/5"
+def test_shard_counts_from_1_as_playwright_jest_and_vitest_do() -> None:
+    assert Shard.parse("1/2") == Shard(0, 2)  # the first half
+    assert Shard.parse(" 5 / 5 ") == Shard(4, 5)  # the last
+    assert str(Shard(2, 5)) == "3/5"
+    with pytest.raises(ShardSpecError, match=r"1 <= I <= N \(I counts from 1: 1/2 is the first"):
+        Shard.parse("0/2")
+
+
+@given(count=st.integers(1, 50), data=st.data())
+def test_shard_text_round_trips(count: int, data: st.DataObject) -> None:
+    shard = Shard(data.draw(st.integers(0, count - 1)), count)
+    assert Shard.parse(str(shard)) == shard
+
+
+def test_bad_shards_are_one_line_usage_errors(capsys: pytest.CaptureFixture[str]) -> None:
+    for text in ("0/2", "3/2"):
+        with pytest.raises(SystemExit) as exit_info:
+            main(["eval", "--shard", text])
+        assert exit_info.value.code == 2
+        last = capsys.readouterr().err.splitlines()[-1]
+        assert "I counts from 1: 1/2 is the first shard" in last
 
 
 # Each example runs up to 8 himga eval commands: few examples, more under CI=true.
@@ -103,7 +121,7 @@ def test_shards_merge_into_the_local_run_after_random_resumes(
         patch.setenv("HIMGA_DATA_DIR", str(shared_datasets))
         for index in range(count):
             out = root / f"s{index}"
-            argv = ["eval", *BASE, "--shard", f"{index}/{count}", "--out", str(out)]
+            argv = ["eval", *BASE, "--shard", f"{index + 1}/{count}", "--out", str(out)]
             assert main(argv) == 0
             # Interrupted after a random number of finished questions, then resumed.
             checkpoint = out / "checkpoint.jsonl"
@@ -128,7 +146,7 @@ def two_shards(
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("HIMGA_DATA_DIR", str(shared_datasets))
         for index in range(2):
-            argv = ["eval", *BASE, "--shard", f"{index}/2", "--out", str(root / f"s{index}")]
+            argv = ["eval", *BASE, "--shard", f"{index + 1}/2", "--out", str(root / f"s{index}")]
             assert main(argv) == 0
     return root
 
@@ -143,9 +161,17 @@ def test_merge_says_which_shard_is_missing_or_doubled(
 ) -> None:
     s0 = str(two_shards / "s0")
     out = str(tmp_path / "m")
-    assert "shard(s) 1/2 missing" in _merge_error(capsys, s0, "--out", out)
-    assert "shard 0/2 is given twice" in _merge_error(capsys, s0, s0, "--out", out)
+    assert "shard(s) 2/2 missing: got only 1/2" in _merge_error(capsys, s0, "--out", out)
+    assert "shard 1/2 is given twice" in _merge_error(capsys, s0, s0, "--out", out)
     assert not (tmp_path / "m").exists()
+
+
+def test_the_manifest_stores_the_shard_as_himga_0_1_0_did(two_shards: Path) -> None:
+    # --shard 1/2 is stored as index 0, as 0.1.0 stored its --shard 0/2: runs of either
+    # version read (and merge) alike.
+    manifest = json.loads((two_shards / "s0" / "manifest.json").read_text("utf-8"))
+    assert manifest["shard"] == {"index": 0, "count": 2, "file": "shard.json"}
+    assert manifest["arguments"]["shard"] == "1/2"
 
 
 def _rewrite_results(run: Path, text: str) -> None:
@@ -229,7 +255,7 @@ def test_judged_llm_shards_merge_into_the_local_run(
         assert main([*base, "--out", str(tmp_path / "local")]) == 0
         for index in range(2):
             out = tmp_path / f"s{index}"
-            assert main([*base, "--shard", f"{index}/2", "--out", str(out)]) == 0
+            assert main([*base, "--shard", f"{index + 1}/2", "--out", str(out)]) == 0
     shards = [str(tmp_path / "s0"), str(tmp_path / "s1")]
     assert all(_results(Path(shard)) for shard in shards)  # both shards hold questions
     assert main(["merge", *shards, "--out", str(tmp_path / "m")]) == 0

@@ -151,3 +151,35 @@ def test_bad_names_and_specs_are_clear_errors(spec: str, message: str) -> None:
 def test_importing_himga_memory_does_not_import_hypothesis() -> None:
     code = "import sys, himga.memory; assert 'hypothesis' not in sys.modules, 'imported'"
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_an_entry_point_extra_is_read_and_checked_from_metadata_alone(site: Path) -> None:
+    _install(
+        site,
+        "himga-needy",
+        {"needy": "himga_needy_mod:EchoMemory [gpu]", "plain": "himga_needy_mod:EchoMemory"},
+        {"himga_needy_mod": PLUGIN_SOURCE},
+    )
+    metadata = site / "himga_needy-1.0.dist-info" / "METADATA"
+    requires = 'Requires-Dist: no-such-distribution-xyz>=1; extra == "gpu"\n'
+    metadata.write_text(metadata.read_text("utf-8") + requires, encoding="utf-8")
+    memories = available_memories()
+    assert memories["needy"].spec == "himga_needy_mod:EchoMemory"  # loadable: extra stripped
+    assert memories["needy"].extras == ("gpu",)
+    assert not memories["needy"].installed
+    assert memories["plain"].installed  # needs no extra
+    assert memories["dense"].extras == ("dense",)
+    assert memories["dense"].installed  # the dev environment has every extra
+    assert "himga_needy_mod" not in sys.modules  # none of it imports the plug-in
+    assert load_memory("needy").__name__ == "EchoMemory"
+    del sys.modules["himga_needy_mod"]
+
+
+def test_every_registered_memory_is_named_in_the_docs() -> None:
+    # docs/eval.md and docs/memory.md listed 4 memories when 9 were registered.
+    root = Path(__file__).resolve().parent.parent
+    names = {name for name, p in available_memories().items() if p.distribution == "himga"}
+    for doc in ("docs/eval.md", "docs/memory.md"):
+        text = (root / doc).read_text("utf-8")
+        missing = sorted(name for name in names if f"`{name}`" not in text)
+        assert not missing, f"{doc} does not name {missing}"

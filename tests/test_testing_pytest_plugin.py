@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from himga._cli import main
+from himga.memory import SearchableMemory, resolve_memory
 from himga.testing import CONTRACTS
 from tests.mutants import BROKEN, BROKEN_IF_DETERMINISTIC
 
@@ -70,6 +72,19 @@ def _pytest(tmp_path: Path, *args: str) -> tuple[int, dict[str, dict[str, str]],
     return result.returncode, outcomes, result.stdout + result.stderr
 
 
+def _passing(spec: str) -> dict[str, str]:
+    """The outcome of each contract for a memory that honours them all: ``search-returns-hits``
+    is skipped (n/a) for a memory without ``search``."""
+    searchable = isinstance(resolve_memory(spec).create(), SearchableMemory)
+    return {
+        contract.id: "skipped" if contract.id == SEARCH and not searchable else "pass"
+        for contract in CONTRACTS
+    }
+
+
+SEARCH = "search-returns-hits"
+
+
 def _specs(names: list[str]) -> list[str]:
     return [arg for name in names for arg in ("--himga-memory", f"tests.mutants:{name}")]
 
@@ -85,8 +100,30 @@ def test_each_broken_memory_fails_exactly_one_test_under_its_id(tmp_path: Path) 
         failed = [outcome for outcome in results.values() if outcome not in ("pass", "skipped")]
         assert failed == [BROKEN[name][1]], (name, results)
     for spec in PASSING:
-        assert set(outcomes[spec].values()) == {"pass"}, (spec, outcomes[spec])
+        assert outcomes[spec] == _passing(spec), (spec, outcomes[spec])
     assert "minimal reproducer:" in output
+
+
+def test_the_plugin_and_himga_check_give_every_contract_the_same_outcome(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # The issue: they disagreed on which contract a leaky memory breaks, and the plugin
+    # showed search-returns-hits PASSED for a memory without search (the CLI: n/a).
+    names = ["SessionsSurviveReset", "ModuleLevelStore", "ClassLevelList", "MissingReset"]
+    specs = [f"tests.mutants:{name}" for name in names] + ["null"]
+    _, outcomes, _ = _pytest(tmp_path, *[a for spec in specs for a in ("--himga-memory", spec)])
+    as_plugin = {"pass": "pass", "FAIL": None, "skip": "skipped", "n/a": "skipped"}
+    for spec in specs:
+        main(["check", spec, "--max-examples", "10", "--derandomize"])  # the conftest's profile
+        lines = [line.split() for line in capsys.readouterr().out.splitlines()[1:]]
+        verdicts = {w[1]: w[0] for w in lines if w and w[0] in as_plugin}  # not reproducers
+        expected = {
+            contract_id: as_plugin[verdict] or contract_id
+            for contract_id, verdict in verdicts.items()
+        }
+        assert outcomes[spec] == expected, (spec, verdicts)
+    report = (tmp_path / "report.xml").read_text()
+    assert "n/a: the memory has no search method" in report  # null has no search
 
 
 def test_one_root_cause_skips_the_tests_it_blocks(tmp_path: Path) -> None:
@@ -107,7 +144,7 @@ def test_deterministic_option(tmp_path: Path) -> None:
         results = outcomes[f"tests.mutants:{name}"]
         failed = [outcome for outcome in results.values() if outcome not in ("pass", "skipped")]
         assert failed == [BROKEN_IF_DETERMINISTIC[name][1]], (name, results)
-    assert set(outcomes["tests.mutants:ListMemory"].values()) == {"pass"}
+    assert outcomes["tests.mutants:ListMemory"] == _passing("tests.mutants:ListMemory")
 
 
 def test_the_plugin_is_inert_unless_asked(tmp_path: Path) -> None:
@@ -120,3 +157,17 @@ def test_an_unknown_memory_is_a_usage_error(tmp_path: Path) -> None:
     code, _, output = _pytest(tmp_path, "--himga-memory", "no_such_memory")
     assert code == pytest.ExitCode.USAGE_ERROR, output
     assert "--himga-memory no_such_memory: unknown memory 'no_such_memory'" in output
+
+
+def test_a_hanging_memory_fails_its_contract_at_the_deadline(tmp_path: Path) -> None:
+    spec = "tests.trust_memories:HangsAlways"
+    code, outcomes, output = _pytest(
+        tmp_path, "--himga-memory", spec, "--himga-memory-timeout", "0.2"
+    )
+    assert code == 1, output
+    failed = [o for o in outcomes[spec].values() if o not in ("pass", "skipped")]
+    assert failed == ["retrieve-returns-str"], outcomes[spec]
+    assert "retrieve did not return within 0.2 s" in output
+    bad, _, output = _pytest(tmp_path, "--himga-memory", spec, "--himga-memory-timeout", "inf")
+    assert bad == pytest.ExitCode.USAGE_ERROR, output
+    assert "expected seconds between" in output

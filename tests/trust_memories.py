@@ -9,7 +9,9 @@ conformance kit generates) triggers the conditional defects.
 
 from __future__ import annotations
 
+import os
 import threading
+from pathlib import Path
 from typing import Any
 
 from himga.data.schema import Message, Session
@@ -85,3 +87,30 @@ class DictHits(KeywordMemory):
 
     def search(self, query: str, k: int, /) -> list[Hit]:
         return [{"turn_id": hit.turn_id} for hit in super().search(query, k)]  # type: ignore[misc]
+
+
+class HangsInSecondSample(KeywordMemory):
+    """``retrieve`` never returns in the second sample (``reset`` starts each sample), after
+    creating the file ``$HIMGA_TEST_HANG_FLAG`` names, so a test knows it hangs."""
+
+    def __init__(self, k: int = 10) -> None:
+        super().__init__(k)
+        self.resets = 0
+
+    def reset(self) -> None:
+        super().reset()
+        self.resets += 1
+
+    def retrieve(self, query: str, /) -> str:
+        if self.resets >= 2:
+            Path(os.environ["HIMGA_TEST_HANG_FLAG"]).touch()
+            _NEVER.wait()
+        return super().retrieve(query)
+
+
+class KeepsAThread(KeywordMemory):
+    """Starts a non-daemon thread that never ends, as a background indexer might."""
+
+    def __init__(self, k: int = 10) -> None:
+        super().__init__(k)
+        threading.Thread(target=_NEVER.wait, name="indexer", daemon=False).start()

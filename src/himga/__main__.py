@@ -1,7 +1,5 @@
 """``python -m himga``: the same as the ``himga`` command."""
 
-import sys
+from himga._cli import entry_point
 
-from himga._cli import main
-
-sys.exit(main())
+entry_point()

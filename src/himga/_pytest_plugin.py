@@ -29,11 +29,31 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "contract of himga.testing; repeatable",
     )
     group.addoption(
+        "--himga-memory-timeout",
+        type=_memory_timeout,
+        default=_KIT_DEFAULT,
+        metavar="S|none",
+        help="fail the contract under check when a memory call has not returned after S "
+        "seconds (per call; default: himga.testing.KIT_MEMORY_TIMEOUT, 120; 'none': no "
+        "deadline)",
+    )
+    group.addoption(
         "--himga-deterministic",
         action="store_true",
         help="the memories checked with --himga-memory promise equal outputs for equal "
         "call histories: check that too",
     )
+
+
+def _memory_timeout(text: str) -> float | None:
+    from himga._cli._options import memory_timeout
+
+    return memory_timeout(text)
+
+
+# The default of --himga-memory-timeout: the kit's, read only once a memory is checked
+# (reading it when pytest starts would import himga.testing in every test run).
+_KIT_DEFAULT = object()
 
 
 class MemoryUnderCheck(pytest.Collector):
@@ -64,11 +84,15 @@ class ContractItem(pytest.Item):
 
         parent = self.parent
         assert isinstance(parent, MemoryUnderCheck)
+        from himga.testing import KIT_MEMORY_TIMEOUT
+
+        given = self.config.getoption("himga_memory_timeout")
         run_contract_test(
             parent.factory,
             self.contract_id,
             test=self.nodeid,
             deterministic=bool(self.config.getoption("himga_deterministic")),
+            timeout=KIT_MEMORY_TIMEOUT if given is _KIT_DEFAULT else given,
         )
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> Any:

@@ -3,12 +3,21 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
+import os
+import sys
+import threading
 from collections.abc import Sequence
+from typing import NoReturn
 
 import himga
 from himga._cli import _check, _compare, _datasets, _eval, _fake_llm, _memories, _merge, _report
 
-__all__ = ["main"]
+__all__ = ["entry_point", "main"]
+
+#: Seconds the finished ``himga`` program waits for threads it did not start (a
+#: memory's own) before it exits without them.
+LINGER_GRACE = 2.0
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -23,3 +32,29 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     code: int = args.handler(args)
     return code
+
+
+def entry_point() -> NoReturn:
+    """The ``himga`` program: :func:`main`, then exit with its code even if a memory left
+    a non-daemon thread running."""
+    code = main()
+    _exit(code)
+
+
+def _exit(code: int) -> NoReturn:
+    # Python waits for every non-daemon thread before it exits, so a memory's own
+    # thread that never ends (a background indexer, a server) would keep a finished
+    # command alive for ever. Everything himga writes is written by now: such a thread
+    # gets a moment to finish, then the process exits without it.
+    main_thread = threading.main_thread()
+    lingering = [t for t in threading.enumerate() if t is not main_thread and not t.daemon]
+    for thread in lingering:
+        thread.join(LINGER_GRACE / len(lingering))
+    still = sorted({t.name for t in lingering if t.is_alive()})
+    if not still:
+        sys.exit(code)
+    with contextlib.suppress(OSError, ValueError):  # a closed pipe or stream: nothing to tell
+        print(f"himga: exiting without waiting for thread(s) {', '.join(still)}", file=sys.stderr)
+        sys.stdout.flush()
+        sys.stderr.flush()
+    os._exit(code)

@@ -6,14 +6,17 @@ import argparse
 import json
 import os
 import sys
-import time
 import traceback
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from himga._cli._options import memory_timeout
 from himga._extras import MissingExtraError, require
 from himga.memory import MemoryLoadError, PluginImportError, resolve_memory
 from himga.memory._registry import parse_memory_arguments
-from himga.testing import CONTRACTS, DEFAULT_MAX_EXAMPLES, ContractViolation
+from himga.testing import CONTRACTS, DEFAULT_MAX_EXAMPLES, KIT_MEMORY_TIMEOUT
+
+if TYPE_CHECKING:
+    from himga.testing._outcomes import ContractOutcome
 
 __all__ = ["BROKEN_PIPE", "INTERRUPTED", "register", "run"]
 
@@ -33,7 +36,8 @@ def register(commands: Any) -> None:
             "Run every contract of the conformance kit (himga.testing) against a memory. "
             "One line per contract: pass, FAIL (with the problem and a runnable minimal "
             "reproducer), skip (another contract's failure kept it from being checked) or "
-            "n/a (search-returns-hits for a memory without search). Exit status: 0 all "
+            "n/a (search-returns-hits for a memory without search). A memory call still "
+            "running after --memory-timeout fails the contract under check. Exit status: 0 all "
             "pass, 1 a contract fails (a memory that calls sys.exit or raises SystemExit "
             "fails the contract whose call did it), 2 usage or import error, 130 interrupted "
             "(Ctrl-C, or a memory raising KeyboardInterrupt), 141 stdout was closed."
@@ -62,6 +66,14 @@ def register(commands: Any) -> None:
         type=_positive_int,
         default=None,
         help="generated programs per contract (default: the kit's default, 100)",
+    )
+    parser.add_argument(
+        "--memory-timeout",
+        type=memory_timeout,
+        default=KIT_MEMORY_TIMEOUT,
+        metavar="S|none",
+        help="fail the contract under check when a memory call has not returned after S "
+        f"seconds (per call; default: {KIT_MEMORY_TIMEOUT:g}, 'none': no deadline)",
     )
     parser.add_argument(
         "--contract",
@@ -151,8 +163,7 @@ def _run(args: argparse.Namespace) -> int:
         require("hypothesis", extra="testing", purpose="himga check")
     except MissingExtraError as exc:
         return _error(str(exc))
-    from himga.testing import check_contract
-    from himga.testing._harness import raised_at
+    from himga.testing._outcomes import ContractChecker
 
     known = [contract.id for contract in CONTRACTS]
     wanted = args.contract or known
@@ -173,72 +184,50 @@ def _run(args: argparse.Namespace) -> int:
     if not args.json:
         mode = ", deterministic" if args.deterministic else ""
         print(f"checking {args.memory} ({max_examples} examples per contract{mode})", flush=True)
-    searchable = _searchable(factory)
-    # A contract's run may uncover another contract's violation (a crash is blamed on
-    # the contract it breaks); that contract then fails and this one is not checked.
-    found: dict[str, ContractViolation] = {}
-    blocked: dict[str, str] = {}
-    seconds: dict[str, float] = {}
+    checker = ContractChecker(
+        factory,
+        max_examples=max_examples,
+        derandomize=args.derandomize,
+        deterministic=args.deterministic,
+        seed=args.seed,
+        timeout=args.memory_timeout,
+    )
     for contract_id in [c for c in known if c in wanted]:
-        if contract_id in found:
-            continue
-        start = time.perf_counter()
-        try:
-            check_contract(
-                factory,
-                contract_id,
-                max_examples=max_examples,
-                derandomize=args.derandomize,
-                deterministic=args.deterministic,
-                seed=args.seed,
-            )
-        except ContractViolation as violation:
-            found.setdefault(violation.contract_id, violation)
-            if violation.contract_id != contract_id:
-                blocked[contract_id] = violation.contract_id
-        seconds[contract_id] = time.perf_counter() - start
-    for contract_id in [c for c in known if c in wanted or c in found]:
-        failure = found.get(contract_id)
-        if contract_id in found:
-            status = "FAIL"
-        elif contract_id in blocked:
-            status = "skip"
-        elif contract_id == "search-returns-hits" and not searchable:
-            status = "n/a"
-        else:
-            status = "pass"
+        _print(checker.outcome(contract_id), as_json=args.json)
+    # A contract not asked for, whose violation another contract's run uncovered.
+    for contract_id in [c for c in known if c not in wanted and c in checker.found]:
+        _print(checker.outcome(contract_id), as_json=args.json)
+    return 1 if checker.found else 0
+
+
+def _print(outcome: ContractOutcome, *, as_json: bool) -> None:
+    from himga.testing._harness import raised_at
+
+    failure = outcome.violation
+    contract_id = outcome.contract_id
+    if as_json:
         where = None
         if failure is not None and failure.__cause__ is not None:
             where = raised_at(failure.__cause__)
-        if args.json:
-            record = {
-                "id": contract_id,
-                "status": status.lower(),
-                "problem": failure.problem if failure else None,
-                "raised_at": where,
-                "reproducer": failure.reproducer if failure else None,
-                "blocked_by": blocked.get(contract_id),
-                "seconds": round(seconds.get(contract_id, 0.0), 3),
-            }
-            print(json.dumps(record), flush=True)
-        elif failure is not None:
-            print(f"FAIL  {contract_id}  {failure.problem}")  # a crash's problem says where
-            for line in failure.reproducer.splitlines():
-                print(f"      {line}".rstrip())
-        elif status == "skip":
-            print(f"skip  {contract_id}  (not checked: {blocked[contract_id]} fails first)")
-        elif status == "n/a":
-            print(f"n/a   {contract_id}  (no search method)")
-        else:
-            print(f"pass  {contract_id}")
-        sys.stdout.flush()
-    return 1 if found else 0
-
-
-def _searchable(factory: Any) -> bool:
-    try:
-        return callable(getattr(factory(), "search", None))
-    except KeyboardInterrupt:
-        raise
-    except BaseException:  # SystemExit too: reported by protocol-shape
-        return False
+        record = {
+            "id": contract_id,
+            "status": outcome.status,
+            "problem": failure.problem if failure else None,
+            "raised_at": where,
+            "reproducer": failure.reproducer if failure else None,
+            "blocked_by": outcome.blocked_by,
+            "seconds": round(outcome.seconds, 3),
+        }
+        print(json.dumps(record), flush=True)
+        return
+    if failure is not None:
+        # A crash's problem says where; another contract's violation names it.
+        named = "" if failure.contract_id == contract_id else f"[{failure.contract_id}] "
+        print(f"FAIL  {contract_id}  {named}{failure.problem}")
+        for line in failure.reproducer.splitlines():
+            print(f"      {line}".rstrip())
+    elif outcome.status == "pass":
+        print(f"pass  {contract_id}")
+    else:
+        print(f"{outcome.status:<4}  {contract_id}  ({outcome.reason})")
+    sys.stdout.flush()

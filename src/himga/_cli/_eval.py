@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shlex
 import sqlite3
 import sys
 import warnings
@@ -11,8 +12,11 @@ from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
+from himga._cli._options import memory_timeout
 from himga.eval import format_table
+from himga.eval._memory_calls import DEFAULT_MEMORY_TIMEOUT
 from himga.eval._redact import redact
+from himga.testing import KIT_MEMORY_TIMEOUT
 
 __all__ = ["EXIT_INCOMPLETE", "register", "run"]
 
@@ -30,7 +34,8 @@ def register(commands: Any) -> None:
             "metrics.json and manifest.json into --out. A pre-flight check of the memory "
             "runs first. Exit status: 0 complete, 2 usage, configuration or pre-flight "
             f"error, {EXIT_INCOMPLETE} finished but incomplete (a memory, LLM or judge call "
-            "failed on some questions: recorded per question, excluded from the metrics)."
+            "failed on some questions: recorded per question, excluded from the metrics), "
+            "130 interrupted (Ctrl-C: the finished questions are kept for --resume)."
         ),
     )
     parser.add_argument("--dataset", default="locomo", help="dataset name (default: locomo)")
@@ -52,11 +57,13 @@ def register(commands: Any) -> None:
     )
     parser.add_argument(
         "--memory-timeout",
-        type=_positive_float,
-        default=None,
-        metavar="S",
+        type=memory_timeout,
+        default=DEFAULT_MEMORY_TIMEOUT,
+        metavar="S|none",
         help="fail a memory call that has not returned after S seconds (per call; default: "
-        "no limit); the question is recorded as a memory error",
+        f"{DEFAULT_MEMORY_TIMEOUT:g}, 'none': no deadline); the question is recorded as a "
+        "memory error and the run goes on (pre-flight's calls: at most "
+        f"{KIT_MEMORY_TIMEOUT:g} s each)",
     )
     parser.add_argument(
         "--no-preflight",
@@ -107,8 +114,9 @@ def register(commands: Any) -> None:
         type=_shard,
         default=None,
         metavar="I/N",
-        help="evaluate shard I of N (0 <= I < N; samples chosen by a hash of their id) "
-        "into --out; join the N run directories with himga merge",
+        help="evaluate shard I of N (1 <= I <= N: 1/2 is the first half, as in Playwright, "
+        "Jest and Vitest; samples chosen by a hash of their id) into --out; join the N run "
+        "directories with himga merge",
     )
     scale.add_argument(
         "--ray",
@@ -152,13 +160,6 @@ def _resource(text: str) -> tuple[str, float]:
     if not equals or not name.strip() or not value >= 0:
         raise argparse.ArgumentTypeError(f"expected NAME=AMOUNT with AMOUNT >= 0, got {text!r}")
     return name.strip(), value
-
-
-def _positive_float(text: str) -> float:
-    value = float(text)
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"must be > 0, got {text}")
-    return value
 
 
 def _usage_error(args: argparse.Namespace) -> str | None:
@@ -211,11 +212,20 @@ def run(args: argparse.Namespace) -> int:
         RunReadError,
         UnknownDatasetError,
     )
+    from himga._cli._check import INTERRUPTED
+    from himga.runs._evaluate import default_run_dir
+
+    out: Path = args.out or default_run_dir()
     with warnings.catch_warnings():
         # Dataset repairs (e.g. an evidence id naming no turn) as one line each.
         warnings.showwarning = _show_warning
         try:
-            return _evaluate(args)
+            return _evaluate(args, out)
+        except KeyboardInterrupt:
+            # The first Ctrl-C ends the run even while a memory call hangs (memory calls
+            # run on daemon threads): say what the checkpoint kept and how to go on.
+            print(_interrupted(out, given=args.out is not None), file=sys.stderr)
+            return INTERRUPTED
         except PreflightFailedError as exc:
             _print_preflight_failure(args, exc.report)
             return 2
@@ -241,12 +251,27 @@ def _show_warning(
     print(f"himga eval: {category.__name__}: {message}", file=sys.stderr)
 
 
-def _evaluate(args: argparse.Namespace) -> int:
+def _interrupted(out: Path, *, given: bool) -> str:
+    """The one line ``himga eval`` ends with on Ctrl-C: what was kept, and how to go on."""
+    checkpoint = out / "checkpoint.jsonl"
+    # Every complete line after the header is a finished question, fsync'd.
+    kept = max(0, checkpoint.read_bytes().count(b"\n") - 1) if checkpoint.is_file() else 0
+    if not kept:
+        return "himga eval: interrupted (Ctrl-C) before any question finished: nothing was kept"
+    again = "--resume" if given else f"--out {shlex.quote(str(out))} --resume"
+    return (
+        f"himga eval: interrupted (Ctrl-C): {kept} finished questions are kept in "
+        f"{checkpoint}; to go on, rerun the same command with {again}"
+    )
+
+
+def _evaluate(args: argparse.Namespace, out: Path) -> int:
     from himga.memory import parse_memory_arguments
     from himga.runs import EvalRequest, evaluate_run
 
     # The options named as the request's fields pass as they are; the others are spelled out.
     same = {f.name: getattr(args, f.name) for f in fields(EvalRequest) if hasattr(args, f.name)}
+    same["out"] = out
     request = EvalRequest(
         **same,
         memory_arguments=parse_memory_arguments(args.memory_arg),
@@ -278,7 +303,9 @@ def _print_preflight_failure(args: argparse.Namespace, report: Any) -> None:
     if report.reproducer:
         lines.append("  minimal reproducer:")
         lines += [f"      {line}" for line in report.reproducer.splitlines()]
-    lines.append(
-        f"  see every contract: himga check {args.memory}  (or skip this check: --no-preflight)"
-    )
+    # The same memory, built with the same arguments, as a command to paste into a shell.
+    check = ["himga", "check", args.memory]
+    for argument in args.memory_arg:
+        check += ["--memory-arg", argument]
+    lines.append(f"  see every contract: {shlex.join(check)}  (or skip this check: --no-preflight)")
     print(redact("\n".join(lines)), file=sys.stderr)

@@ -3,10 +3,15 @@
 from __future__ import annotations
 
 import argparse
+import inspect
+import json
 import sys
+from importlib.metadata import PackageNotFoundError
+from importlib.metadata import distribution as find_distribution
 from typing import Any
 
-from himga.memory import PluginConflictError, available_memories
+from himga.memory import MemoryPlugin, PluginConflictError, available_memories
+from himga.memory._registry import BUILTIN_DISTRIBUTION
 
 __all__ = ["register", "run"]
 
@@ -23,6 +28,13 @@ def register(commands: Any) -> None:
             "status 2 when two distributions claim one name."
         ),
     )
+    parser.add_argument(
+        "--json",
+        action="store_true",
+        help="print a JSON array instead: per memory its name, description (a built-in's "
+        "docstring, a plug-in distribution's summary), target, distribution, version, the "
+        "extras it needs and whether they are installed",
+    )
     parser.set_defaults(handler=run)
 
 
@@ -33,6 +45,9 @@ def run(args: argparse.Namespace) -> int:
     except PluginConflictError as exc:
         print(f"himga memories: error: {exc}", file=sys.stderr)
         return 2
+    if args.json:
+        print(json.dumps([_describe(plugin) for plugin in plugins.values()], indent=2))
+        return 0
     table = [("name", "distribution", "version", "target")]
     table += [(p.name, p.distribution, p.version or "-", p.spec) for p in plugins.values()]
     widths = [max(len(row[i]) for row in table) for i in range(4)]
@@ -40,3 +55,31 @@ def run(args: argparse.Namespace) -> int:
         cells = (cell.ljust(width) for cell, width in zip(row, widths, strict=True))
         print("  ".join(cells).rstrip())
     return 0
+
+
+def _describe(plugin: MemoryPlugin) -> dict[str, Any]:
+    """One memory as ``--json`` lists it (the install hint only when something is missing)."""
+    installed = plugin.installed
+    hint = f"pip install '{plugin.distribution}[{','.join(plugin.extras)}]'"
+    return {
+        "name": plugin.name,
+        "description": _description(plugin),
+        "target": plugin.spec,
+        "distribution": plugin.distribution,
+        "version": plugin.version,
+        "extras": list(plugin.extras),
+        "installed": installed,
+        "install": None if installed else hint,
+    }
+
+
+def _description(plugin: MemoryPlugin) -> str:
+    """The first line of a built-in's docstring (himga's own modules import nothing heavy
+    until a memory is built); a plug-in's distribution summary, never importing it."""
+    if plugin.distribution == BUILTIN_DISTRIBUTION:
+        doc = inspect.getdoc(plugin.load()) or ""
+        return doc.split("\n\n")[0].replace("\n", " ")
+    try:
+        return find_distribution(plugin.distribution).metadata["Summary"] or ""
+    except PackageNotFoundError:
+        return ""

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import os
 from collections.abc import Mapping, Sequence
 
@@ -51,12 +50,18 @@ def new_result(
     )
 
 
-def failed_result(sample: Sample, qa: QAPair, error: str) -> EvalResult:
-    """A result recording that ``qa`` could not be evaluated (``error``, redacted); a resumed
-    run retries it."""
+#: The ``method`` of the memory error recorded when the worker evaluating a sample failed.
+WORKER = "worker"
+
+
+def failed_result(sample: Sample, qa: QAPair, reason: str) -> EvalResult:
+    """A result recording that ``qa`` could not be evaluated because the worker that held
+    its sample failed (``reason``, redacted): a memory error of method :data:`WORKER`,
+    type ``WorkerError``, since what runs there besides the memory is the LLM client,
+    whose failures are recorded per call as LLM errors. A resumed run retries it."""
     texts = {message.turn_id: message.content for _, message in sample.iter_turns()}
-    result = new_result(sample, texts, qa, context="", ranked=None, latency=0.0)
-    return dataclasses.replace(result, error=redact(error))
+    error = MemoryCallError(sample.sample_id, qa.question_id, WORKER, "WorkerError", redact(reason))
+    return new_result(sample, texts, qa, context="", ranked=None, latency=0.0, memory_error=error)
 
 
 class Ledger:
@@ -134,10 +139,10 @@ class Ledger:
             self._store.append(result)
         self._progress.update(1)
 
-    def fail(self, sample: Sample, pending: Sequence[QAPair], error: str) -> None:
-        """Record each of ``pending`` as failed with ``error``."""
+    def fail(self, sample: Sample, pending: Sequence[QAPair], reason: str) -> None:
+        """Record each of ``pending`` as lost with its worker (:func:`failed_result`)."""
         for qa in pending:
-            self.record(failed_result(sample, qa, error))
+            self.record(failed_result(sample, qa, reason))
 
     def results(self) -> list[EvalResult]:
         """One result per planned question, in plan order."""

@@ -8,13 +8,12 @@ import dataclasses
 import hashlib
 import time
 from collections.abc import Iterable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
 
 from himga.agent._agent import BaseAgent
 from himga.data.schema import QAPair, Sample
 from himga.eval._identity import run_identity
 from himga.eval._ledger import Ledger, new_result
-from himga.eval._memory_calls import GuardedMemory, MemoryCallFailed
+from himga.eval._memory_calls import CallThread, GuardedMemory, MemoryCallFailed
 from himga.eval._options import EvalOptions, PhaseMeter
 from himga.eval._redact import redact
 from himga.eval._result import EvalResult, MemoryCallError
@@ -170,26 +169,28 @@ async def evaluate_here(
     async def answer_and_record(result: EvalResult, prompt: list[ChatMessage]) -> None:
         ledger.record(await _answer(agent, result, prompt, slots))
 
-    loop = asyncio.get_running_loop()
     # One dedicated thread owns the memory (ingest, retrieve, search, reset), so
     # in-flight LLM calls progress while the next sample is ingested, and memories
-    # that are not thread-safe are still only ever touched from one thread.
-    memory_thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="himga-memory")
+    # that are not thread-safe are still only ever touched from one thread. A daemon
+    # thread, never joined: a memory call that hangs there (no deadline, or a long one)
+    # cannot keep Ctrl-C from ending the run.
+    memory_thread = CallThread()
     try:
         for sample in samples:
             pending = ledger.plan(sample)
             if not pending:
                 continue
-            prepared = await loop.run_in_executor(
-                memory_thread,
-                _prepare,
-                guarded_agent,
-                guarded,
-                search_k,
-                sample,
-                pending,
-                llm is not None,
-                options.memory_meter or _UNMETERED,
+            prepared = await asyncio.wrap_future(
+                memory_thread.submit(
+                    _prepare,
+                    guarded_agent,
+                    guarded,
+                    search_k,
+                    sample,
+                    pending,
+                    llm is not None,
+                    options.memory_meter or _UNMETERED,
+                )
             )
             for result, prompt in prepared:
                 if llm is None or result.memory_error is not None:
@@ -200,7 +201,7 @@ async def evaluate_here(
     finally:
         for task in tasks:
             task.cancel()
-        memory_thread.shutdown(wait=True)
+        memory_thread.close()
         guarded.close()
         ledger.close()
     return ledger.results()

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import inspect
+import math
 import queue
 import threading
 import weakref
@@ -33,7 +34,47 @@ from typing import Any
 from himga._errors import HimgaError
 from himga.data.schema import Message, Session
 
-__all__ = ["GuardedMemory", "MemoryBusyError", "MemoryCallFailed", "MemoryCallTimeout"]
+__all__ = [
+    "DEFAULT_MEMORY_TIMEOUT",
+    "CallThread",
+    "GuardedMemory",
+    "MemoryBusyError",
+    "MemoryCallFailed",
+    "MemoryCallTimeout",
+    "parse_memory_timeout",
+]
+
+#: ``himga eval``'s per-call deadline when none is given: an hour, because one legitimate
+#: call can take many minutes (a cold dense memory embeds a whole LongMemEval haystack in
+#: its first ``retrieve``: ~17 minutes measured, docs/memories.md), while a call still
+#: running after an hour is taken for hung.
+DEFAULT_MEMORY_TIMEOUT = 3600.0
+#: The shortest deadline accepted: below it every call would fail for the time Python
+#: takes to hand it to a thread, and the failures would be blamed on the memory.
+MIN_MEMORY_TIMEOUT = 0.001
+#: What ``--memory-timeout`` takes for "no deadline".
+NO_TIMEOUT = "none"
+
+
+def parse_memory_timeout(text: str) -> float | None:
+    """A ``--memory-timeout`` value: seconds (finite, at least :data:`MIN_MEMORY_TIMEOUT`,
+    at most Python's longest wait), or ``none`` for no deadline (``None``).
+
+    Raises :class:`ValueError` with a one-line message saying what is accepted.
+    """
+    if text.strip().lower() == NO_TIMEOUT:
+        return None
+    accepted = (
+        f"expected seconds between {MIN_MEMORY_TIMEOUT:g} and {threading.TIMEOUT_MAX:.0f}, "
+        f"or '{NO_TIMEOUT}' for no deadline"
+    )
+    try:
+        value = float(text)
+    except ValueError:
+        raise ValueError(f"{text!r} is not a number of seconds: {accepted}") from None
+    if not math.isfinite(value) or not MIN_MEMORY_TIMEOUT <= value <= threading.TIMEOUT_MAX:
+        raise ValueError(f"{text!r} is out of range: {accepted}")
+    return value
 
 
 class MemoryCallTimeout(HimgaError):
@@ -55,8 +96,12 @@ class MemoryCallFailed(HimgaError):
         super().__init__(f"{method} raised {self.error_type}: {self.message}")
 
 
-class _Worker:
-    """One daemon thread running submitted calls in order, one at a time."""
+class CallThread:
+    """One daemon thread running submitted calls in order, one at a time.
+
+    A daemon, so a call that never returns keeps neither Ctrl-C from ending the
+    run nor the process alive after it.
+    """
 
     def __init__(self) -> None:
         self._calls: queue.SimpleQueue[
@@ -102,8 +147,11 @@ class GuardedMemory:
         timeout: float | None = None,
         factory: Callable[[], Any] | None = None,
     ) -> None:
-        if timeout is not None and not timeout > 0:
-            raise ValueError(f"memory timeout must be > 0 seconds, got {timeout!r}")
+        if timeout is not None and not MIN_MEMORY_TIMEOUT <= timeout <= threading.TIMEOUT_MAX:
+            raise ValueError(
+                f"memory timeout must be between {MIN_MEMORY_TIMEOUT:g} and "
+                f"{threading.TIMEOUT_MAX:.0f} seconds (None: no deadline), got {timeout!r}"
+            )
         self._memory = memory
         self._factory = factory
         self._timeout = timeout
@@ -112,8 +160,8 @@ class GuardedMemory:
         self._late_method = ""
         self._waited = False
 
-    def _start_worker(self) -> _Worker:
-        worker = _Worker()
+    def _start_worker(self) -> CallThread:
+        worker = CallThread()
         weakref.finalize(self, worker.close)
         return worker
 

@@ -87,7 +87,8 @@ class RayExecutor:
     ``max_task_retries`` times (delivery is at least once: a retried sample's
     LLM calls may be made twice); the driver keeps the first result per
     question. A sample that still fails is recorded on each of its questions
-    as an ``error`` (retried by a resumed run), never dropped. Only the driver
+    as a memory error of method ``"worker"``, type ``WorkerError`` (the memory
+    is what crashes a worker; retried by a resumed run), never dropped. Only the driver
     writes the checkpoint, in the local format.
 
     ``llm_concurrency_total`` caps LLM calls in flight over all workers
@@ -240,7 +241,7 @@ class RayExecutor:
                 # Every actor is gone for good: what is left fails, recorded.
                 while work:
                     sample, pending = work.popleft()
-                    ledger.fail(sample, pending, "WorkerError: no Ray worker is left alive")
+                    ledger.fail(sample, pending, "no Ray worker is left alive")
                 break
             ready, _ = ray.wait(list(in_flight), num_returns=1)
             for ref in ready:
@@ -262,12 +263,12 @@ class RayExecutor:
                         ledger.record(result)
                         asked.discard(result.question_id)
                 missing = [qa for qa in pending if qa.question_id in asked]
-                ledger.fail(sample, missing, "WorkerError: the worker returned no result for it")
+                ledger.fail(sample, missing, "the worker returned no result for it")
 
 
 def _after_retries(executor: RayExecutor, exc: Exception) -> str:
     first_line = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
     return (
-        f"WorkerError: Ray worker failed (after up to {executor.max_restarts} restarts and "
+        f"the Ray worker died or failed (after up to {executor.max_restarts} restarts and "
         f"{executor.max_task_retries} retries): {type(exc).__name__}: {first_line}"
     )

@@ -15,7 +15,8 @@ __all__ = ["EvalResult", "MemoryCallError"]
 class MemoryCallError:
     """A call into the memory that failed, recorded on the question it cost.
 
-    ``method`` is ``"reset"``, ``"ingest"``, ``"retrieve"`` or ``"search"``;
+    ``method`` is ``"reset"``, ``"ingest"``, ``"retrieve"`` or ``"search"`` (or
+    ``"worker"``: the Ray worker holding the sample died or failed, type ``WorkerError``);
     ``type`` names the exception (``"MemoryCallTimeout"`` for a call that
     exceeded the run's memory timeout, ``"TypeError"`` for a return value of the
     wrong type) and ``message`` is its text. A failed ``reset`` or ``ingest``

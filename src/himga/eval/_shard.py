@@ -17,13 +17,14 @@ _SHARD = re.compile(r"^\s*(\d+)\s*/\s*(\d+)\s*$")
 
 
 class ShardSpecError(HimgaError, ValueError):
-    """A shard is not ``I/N`` with ``0 <= I < N``."""
+    """A shard is not ``I/N`` with ``1 <= I <= N``."""
 
 
 @dataclass(frozen=True)
 class Shard:
-    """Shard ``index`` of ``count`` (0-based, as Slurm's ``$SLURM_ARRAY_TASK_ID`` from
-    ``--array=0-N-1`` and Kubernetes' ``$JOB_COMPLETION_INDEX``).
+    """Shard ``index`` of ``count``; ``index`` counts from 0 (``range(count)``, as the run
+    manifest stores it), the text form ``I/N`` from 1, as Playwright's, Jest's and
+    Vitest's ``--shard 1/2`` is the first half: ``Shard.parse("1/2") == Shard(0, 2)``.
 
     A sample belongs to the shard ``int(sha256(sample_id)[:8 bytes]) % count``:
     stable for a given id whatever the order, the other samples or the other
@@ -41,14 +42,22 @@ class Shard:
 
     @classmethod
     def parse(cls, text: str) -> Shard:
-        """``"I/N"`` (e.g. ``"0/4"``) as a :class:`Shard`; :class:`ShardSpecError` otherwise."""
+        """``"I/N"`` with ``1 <= I <= N`` (``"1/4"`` is the first of four) as a
+        :class:`Shard`; :class:`ShardSpecError` otherwise."""
         match = _SHARD.match(text)
         if match is None:
-            raise ShardSpecError(f"shard {text!r}: expected I/N, e.g. 0/4 (I counts from 0)")
-        return cls(int(match.group(1)), int(match.group(2)))
+            raise ShardSpecError(f"shard {text!r}: expected I/N, e.g. 1/4 (I counts from 1)")
+        number, count = int(match.group(1)), int(match.group(2))
+        if count < 1 or not 1 <= number <= count:
+            raise ShardSpecError(
+                f"shard {text!r}: expected I/N with 1 <= I <= N (I counts from 1: "
+                f"1/{max(count, 1)} is the first shard)"
+            )
+        return cls(number - 1, count)
 
     def __str__(self) -> str:
-        return f"{self.index}/{self.count}"
+        """``I/N`` as :meth:`parse` reads it (``I`` is ``index + 1``)."""
+        return f"{self.index + 1}/{self.count}"
 
     @staticmethod
     def of(sample_id: str, count: int) -> int:

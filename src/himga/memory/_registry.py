@@ -7,6 +7,7 @@ import hashlib
 import importlib
 import json
 import os
+import re
 import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -41,7 +42,7 @@ __all__ = [
 ENTRY_POINT_GROUP = "himga.memories"
 # The built-in memories are the entry points of himga's own distribution, registered
 # exactly like third-party ones; HIMGA_NO_PLUGINS=1 keeps only these.
-_BUILTIN_DISTRIBUTION = "himga"
+BUILTIN_DISTRIBUTION = "himga"
 
 MemoryFactory = Callable[[], BaseMemory]
 """A zero-argument callable returning a fresh memory (a memory class is one)."""
@@ -65,7 +66,8 @@ class MemoryArgumentError(MemoryLoadError):
 
 @dataclass(frozen=True, slots=True)
 class MemoryPlugin:
-    """A registered memory: its name, its ``module:attr`` spec and who registered it.
+    """A registered memory: its name, its ``module:attr`` spec, who registered it, and the
+    ``extras`` of that distribution it needs (its entry point's ``[extra]``).
 
     Listing plug-ins never imports them; :meth:`load` does.
     """
@@ -74,10 +76,47 @@ class MemoryPlugin:
     spec: str
     distribution: str
     version: str | None = None
+    extras: tuple[str, ...] = ()
+
+    @property
+    def installed(self) -> bool:
+        """Whether every distribution its ``extras`` require is installed (read from
+        package metadata: nothing is imported; version bounds are not checked)."""
+        try:
+            requirements = find_distribution(self.distribution).requires or []
+        except PackageNotFoundError:
+            return not self.extras
+        return all(
+            _installed(name)
+            for requirement in requirements
+            if (name := _required_by(requirement, self.extras)) is not None
+        )
 
     def load(self) -> MemoryFactory:
         """Import the plug-in and return its factory (see :func:`load_memory`)."""
         return _load_spec(self.spec, origin=f"memory {self.name!r} of {self.distribution!r}")
+
+
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
+_EXTRA_MARKER = re.compile(r"""extra\s*==\s*["']([^"']+)["']""")
+
+
+def _required_by(requirement: str, extras: tuple[str, ...]) -> str | None:
+    """The distribution ``requirement`` names, if one of ``extras`` requires it."""
+    spec, _, marker = requirement.partition(";")
+    extra = _EXTRA_MARKER.search(marker)
+    name = _NAME.match(spec.strip())
+    if extra is None or name is None or extra.group(1) not in extras:
+        return None
+    return name.group(0)
+
+
+def _installed(name: str) -> bool:
+    try:
+        find_distribution(name)
+    except PackageNotFoundError:
+        return False
+    return True
 
 
 def _plugins_enabled() -> bool:
@@ -89,10 +128,12 @@ def _registered() -> dict[str, list[MemoryPlugin]]:
     include_third_party = _plugins_enabled()
     for entry_point in entry_points(group=ENTRY_POINT_GROUP):
         distribution = entry_point.dist.name if entry_point.dist is not None else "<unknown>"
-        if not include_third_party and distribution != _BUILTIN_DISTRIBUTION:
+        if not include_third_party and distribution != BUILTIN_DISTRIBUTION:
             continue
         version = entry_point.dist.version if entry_point.dist is not None else None
-        plugin = MemoryPlugin(entry_point.name, entry_point.value, distribution, version)
+        spec = f"{entry_point.module}:{entry_point.attr}"
+        extras = tuple(entry_point.extras)
+        plugin = MemoryPlugin(entry_point.name, spec, distribution, version, extras)
         same_name = claims.setdefault(entry_point.name, [])
         if plugin not in same_name:
             same_name.append(plugin)
@@ -158,7 +199,8 @@ def _load_spec(spec: str, *, origin: str) -> MemoryFactory:
         ):
             raise MemoryLoadError(
                 f"cannot load {origin}: no module named {exc.name!r} (the module must be "
-                f"importable from the current directory, {os.getcwd()}, or installed)"
+                f"importable from the current directory, {os.getcwd()}, a directory on "
+                f"PYTHONPATH, or installed)"
             ) from exc
         raise _import_failed(origin, module_name, exc) from exc
     except Exception as exc:

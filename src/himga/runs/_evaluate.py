@@ -17,6 +17,7 @@ from typing import Any
 import himga
 from himga._errors import HimgaError
 from himga.agent import BaseAgent, prompt_hashes
+from himga.data.schema import Sample
 from himga.eval import (
     SEARCH_K,
     AgentSpec,
@@ -34,6 +35,7 @@ from himga.eval import (
 )
 from himga.eval._checkpoint import Checkpoint
 from himga.eval._identity import memory_config, temperature_of
+from himga.eval._memory_calls import DEFAULT_MEMORY_TIMEOUT
 from himga.eval._shard import coverage
 from himga.integrations import CostSummary
 from himga.llm import HasCacheStats, HasMaxRetries, HasUsage, LLMClient
@@ -44,7 +46,7 @@ from himga.runs._manifest import CostsInfo, DatasetInfo, Manifest, MemoryInfo, S
 from himga.runs._preflight import PreflightReport, preflight
 from himga.runs._rundir import RunDir, RunDirError, RunReadError
 
-__all__ = ["EvalRequest", "PreflightFailedError", "RunOutcome", "evaluate_run"]
+__all__ = ["EvalRequest", "PreflightFailedError", "RunOutcome", "default_run_dir", "evaluate_run"]
 
 
 class PreflightFailedError(HimgaError, ValueError):
@@ -62,7 +64,8 @@ class EvalRequest:
     ``memory_arguments`` are the memory's constructor arguments, ``preflight``
     whether to check it first, ``out`` the run directory (default
     ``runs/<UTC timestamp>``), ``worker_resources`` each Ray worker's,
-    ``search_k`` the search depth (:class:`~himga.eval.EvalOptions`), and
+    ``search_k`` the search depth (:class:`~himga.eval.EvalOptions`), ``memory_timeout``
+    each memory call's deadline in seconds (``None``: none), and
     ``arguments`` the invocation as the manifest records it (default: these fields).
     """
 
@@ -70,7 +73,7 @@ class EvalRequest:
     data_path: Path | None = None
     memory: str = "bm25"
     memory_arguments: Mapping[str, Any] = field(default_factory=dict)
-    memory_timeout: float | None = None
+    memory_timeout: float | None = DEFAULT_MEMORY_TIMEOUT
     preflight: bool = True
     llm: str | None = None
     model: str | None = None
@@ -153,6 +156,11 @@ class RunOutcome:
 
 def _now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+def default_run_dir(started_at: str | None = None) -> Path:
+    """``runs/<UTC timestamp>``: where a run goes without ``out`` (``started_at``: now)."""
+    return Path("runs") / (started_at or _now()).replace(":", "").replace("-", "")
 
 
 def _dataset_checksum(path: Path) -> str:
@@ -271,9 +279,13 @@ def _evaluate(
     dataset_sha256 = _dataset_checksum(resolution.path)
     samples = load_dataset(request.dataset, path=resolution.path, limit=request.limit)
     covered = coverage(samples)
+    if request.limit is not None:
+        note = _category_note(request.limit, get_benchmark(request.dataset).categories, samples)
+        if note:
+            notify(note)
     if request.shard is not None:
         samples = request.shard.select(samples)
-    out = request.out or Path("runs") / started_at.replace(":", "").replace("-", "")
+    out = request.out or default_run_dir(started_at)
     agent = BaseAgent(memory=memory, llm=llm)
     judge_identity = None
     benchmark_judge = get_benchmark(request.dataset).judge
@@ -405,6 +417,20 @@ def _evaluate(
         )
         run_dir.write_manifest(manifest)
     return RunOutcome(out, manifest, metrics, results, resumed, len(keys))
+
+
+def _category_note(limit: int, categories: Sequence[str], samples: Sequence[Sample]) -> str:
+    """What ``--limit`` left out, when it leaves some of the benchmark's question categories
+    without a question (a benchmark ordered by category keeps only the first ones)."""
+    asked = {qa.category for sample in samples for qa in sample.qa_pairs}
+    missing = [category for category in categories if category not in asked]
+    if not missing:
+        return ""
+    kept = len(categories) - len(missing)
+    return (
+        f"--limit {limit} covers {kept} of the {len(categories)} question categories; "
+        f"no question of {', '.join(missing)} (the metrics cover the others only)"
+    )
 
 
 def _ray_executor(request: EvalRequest) -> RayExecutor:

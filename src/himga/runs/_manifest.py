@@ -148,7 +148,11 @@ class MemoryInfo(_Record):
 
 @dataclass(frozen=True)
 class ShardInfo(_Record):
-    """Shard ``index`` of ``count`` (0-based); ``file`` holds what the whole run covers."""
+    """Shard ``index`` of ``count``; ``file`` holds what the whole run covers.
+
+    ``index`` counts from 0 in every manifest, those of himga 0.1.0 included (whose
+    command line counted from 0 too): ``himga eval --shard I/N`` stores ``I - 1``.
+    """
 
     _SECTION = "shard"
     _KINDS: ClassVar[_Kinds] = {"index": int, "count": int, "file": str}

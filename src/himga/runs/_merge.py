@@ -91,7 +91,9 @@ def merge_runs(paths: Sequence[Path], out: Path) -> int:
             raise MergeError(f"{path} is not a shard run (made without himga eval --shard)")
         index, count = shard.index, shard.count
         if index in shards:
-            raise MergeError(f"shard {index}/{count} is given twice: {shards[index]} and {path}")
+            raise MergeError(
+                f"shard {Shard(index, count)} is given twice: {shards[index]} and {path}"
+            )
         shards[index], manifests[index] = path, manifest
         cover = _covers(run_dir)
         if first is None or reference is None:
@@ -126,8 +128,8 @@ def merge_runs(paths: Sequence[Path], out: Path) -> int:
     absent = sorted(set(range(count)) - set(shards))
     if absent:
         raise MergeError(
-            f"shard(s) {', '.join(f'{i}/{count}' for i in absent)} missing: got only "
-            f"{', '.join(f'{i}/{count}' for i in sorted(shards))}"
+            f"shard(s) {', '.join(str(Shard(i, count)) for i in absent)} missing: got only "
+            f"{', '.join(str(Shard(i, count)) for i in sorted(shards))}"
         )
     held: dict[tuple[str, str], dict[str, Any]] = {}
     where: dict[tuple[str, str], Path] = {}
@@ -146,7 +148,7 @@ def merge_runs(paths: Sequence[Path], out: Path) -> int:
             if not part.contains(key[0]):
                 raise MergeError(
                     f"{path} (shard {part}) holds {_listed([key])}, which is shard "
-                    f"{Shard.of(key[0], count)}/{count}'s"
+                    f"{Shard(Shard.of(key[0], count), count)}'s"
                 )
             held[key], where[key] = record, path
         checkpoint = run_dir.read_records("checkpoint.jsonl")
@@ -258,7 +260,7 @@ def _write(
         per_run = [
             {
                 "path": str(shards[i]),
-                "shard": f"{i}/{len(manifests)}",
+                "shard": str(Shard(i, len(manifests))),
                 "started_at": manifests[i].started_at,
                 "finished_at": manifests[i].finished_at,
                 "wall_time_s": manifests[i].wall_time_s,

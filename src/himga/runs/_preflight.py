@@ -2,17 +2,13 @@
 
 from __future__ import annotations
 
-import functools
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from himga._extras import MissingExtraError, require
-from himga.data.schema import Message, Session
-from himga.eval._memory_calls import GuardedMemory, MemoryCallFailed
 from himga.memory import ResolvedMemory
-from himga.testing import CONTRACTS, check_protocol_shape
+from himga.testing import CONTRACTS, KIT_MEMORY_TIMEOUT, check_protocol_shape
 
 __all__ = ["PREFLIGHT_EXAMPLES", "PreflightReport", "preflight"]
 
@@ -52,9 +48,11 @@ class PreflightReport:
 def preflight(memory: ResolvedMemory, *, timeout: float | None) -> PreflightReport:
     """Check ``memory``: ``protocol-shape`` from signatures, then every behavioural contract
     of :data:`himga.testing.CONTRACTS` with :data:`PREFLIGHT_EXAMPLES` deterministic
-    examples each, stopping at the first violation. With ``timeout`` every memory
-    call the kit makes is limited to that many seconds, so a hanging call fails
-    pre-flight instead of hanging it. Without Hypothesis only ``protocol-shape`` runs.
+    examples each, stopping at the first violation. Every memory call the kit makes
+    is limited to ``timeout`` seconds, and never more than the kit's own
+    :data:`~himga.testing.KIT_MEMORY_TIMEOUT` (its conversations are a few turns), so
+    a hanging call fails pre-flight instead of hanging it. Without Hypothesis only
+    ``protocol-shape`` runs.
     """
     started = time.perf_counter()
     target: Any = memory.factory if isinstance(memory.factory, type) else memory.create()
@@ -70,13 +68,19 @@ def preflight(memory: ResolvedMemory, *, timeout: float | None) -> PreflightRepo
     # Loaded only now: they need Hypothesis, which the lines above just found.
     from himga.testing import ContractViolation, check_contract
 
-    factory = memory.factory if timeout is None else _timed(memory.factory, timeout)
+    deadline = KIT_MEMORY_TIMEOUT if timeout is None else min(timeout, KIT_MEMORY_TIMEOUT)
     checked: list[str] = [PROTOCOL_SHAPE]
     for contract in CONTRACTS:
         if contract.id == PROTOCOL_SHAPE:
             continue
         try:
-            check_contract(factory, contract.id, max_examples=PREFLIGHT_EXAMPLES, derandomize=True)
+            check_contract(
+                memory.factory,
+                contract.id,
+                max_examples=PREFLIGHT_EXAMPLES,
+                derandomize=True,
+                timeout=deadline,
+            )
         except ContractViolation as violation:
             return PreflightReport(
                 tuple(checked),
@@ -88,35 +92,3 @@ def preflight(memory: ResolvedMemory, *, timeout: float | None) -> PreflightRepo
             )
         checked.append(contract.id)
     return PreflightReport(tuple(checked), None, "", "", None, time.perf_counter() - started)
-
-
-class _TimedMemory:
-    """A memory whose every call returns within ``timeout`` seconds or raises
-    :class:`~himga.eval._memory_calls.MemoryCallTimeout`; results and exceptions pass
-    through unchanged, so the kit judges them as it would the bare memory."""
-
-    def __init__(self, memory: Any, timeout: float) -> None:
-        self._guard = GuardedMemory(memory, timeout)
-
-    def _call(self, method: str, *args: Any) -> Any:
-        try:
-            return self._guard.call(method, *args)
-        except MemoryCallFailed as failed:
-            raise failed.error from None
-
-    def ingest(self, message: Message, session: Session, /) -> None:
-        self._call("ingest", message, session)
-
-    def retrieve(self, query: str, /) -> Any:
-        return self._call("retrieve", query)
-
-    def reset(self) -> None:
-        self._call("reset")
-
-
-def _timed(factory: Callable[[], Any], timeout: float) -> Callable[[], Any]:
-    def make() -> _TimedMemory:
-        return _TimedMemory(factory(), timeout)
-
-    # The kit names the factory in its reproducers: the user's, not this wrapper.
-    return functools.update_wrapper(make, factory, updated=())

@@ -18,6 +18,7 @@ from himga._lazy import lazy_names
 from himga.testing._contracts import (
     CONTRACTS,
     DEFAULT_MAX_EXAMPLES,
+    KIT_MEMORY_TIMEOUT,
     Contract,
     ContractViolation,
     check_protocol_shape,
@@ -32,6 +33,7 @@ if TYPE_CHECKING:
 __all__ = [
     "CONTRACTS",
     "DEFAULT_MAX_EXAMPLES",
+    "KIT_MEMORY_TIMEOUT",
     "Contract",
     "ContractViolation",
     "MemoryContract",

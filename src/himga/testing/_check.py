@@ -3,23 +3,36 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import Any, TypedDict
 
 from hypothesis import HealthCheck, Phase, Verbosity, given, settings
 from hypothesis import seed as fixed_seed
 from hypothesis.errors import Flaky
 
+from himga.memory._protocol import SearchableMemory
 from himga.testing._contracts import (
     CONTRACTS,
     DEFAULT_MAX_EXAMPLES,
+    KIT_MEMORY_TIMEOUT,
     ContractViolation,
     check_protocol_shape,
 )
+from himga.testing._deadline import MemoryHung, with_deadline
 from himga.testing._harness import SEARCH
 from himga.testing._programs import NOT_REPLAYED, Op, minimise, program
 
-__all__ = ["check_contract", "check_memory"]
+__all__ = ["CheckSettings", "check_contract", "check_memory"]
 PROTOCOL_SHAPE = "protocol-shape"
+
+
+class CheckSettings(TypedDict, total=False):
+    """The keyword settings of :func:`check_contract`, for callers that pass them on."""
+
+    max_examples: int
+    derandomize: bool
+    deterministic: bool
+    seed: int | None
+    timeout: float | None
 
 
 def _settings(max_examples: int, derandomize: bool) -> settings:
@@ -66,6 +79,7 @@ def check_contract(
     derandomize: bool = False,
     deterministic: bool = False,
     seed: int | None = None,
+    timeout: float | None = KIT_MEMORY_TIMEOUT,
 ) -> None:
     """Check one contract; raise :class:`ContractViolation` if ``factory``'s memories break it.
 
@@ -79,6 +93,10 @@ def check_contract(
     ``deterministic=True`` also demands that equal call histories give equal
     outputs (for memories that promise it). ``derandomize=True`` makes the
     search repeatable; ``seed`` fixes its random seed instead.
+
+    Each memory call may take ``timeout`` seconds (``None``: no deadline); a call
+    still running then breaks the contract under check at once, its reproducer
+    ending with that call, unshrunk (each replay would wait the deadline out).
     """
     if contract_id not in {contract.id for contract in CONTRACTS}:
         known = ", ".join(contract.id for contract in CONTRACTS)
@@ -86,8 +104,23 @@ def check_contract(
     instance = check_shape(factory)
     if contract_id == PROTOCOL_SHAPE:
         return
-    if contract_id == SEARCH and not callable(getattr(instance, "search", None)):
+    if contract_id == SEARCH and not isinstance(instance, SearchableMemory):
         return
+    timed = factory if timeout is None else with_deadline(factory, timeout)
+    try:
+        _check_behaviour(timed, contract_id, max_examples, derandomize, deterministic, seed)
+    except MemoryHung as hung:
+        raise hung.violation or ContractViolation(contract_id, str(hung)) from None
+
+
+def _check_behaviour(
+    factory: Callable[[], Any],
+    contract_id: str,
+    max_examples: int,
+    derandomize: bool,
+    deterministic: bool,
+    seed: int | None,
+) -> None:
     body, ops_strategy = program(contract_id)
     failing: list[list[Op]] = []
 
@@ -138,6 +171,7 @@ def check_memory(
     derandomize: bool = False,
     deterministic: bool = False,
     seed: int | None = None,
+    timeout: float | None = KIT_MEMORY_TIMEOUT,
 ) -> None:
     """Check every contract of :data:`CONTRACTS`, in order, against ``factory``.
 
@@ -154,4 +188,5 @@ def check_memory(
             derandomize=derandomize,
             deterministic=deterministic,
             seed=seed,
+            timeout=timeout,
         )

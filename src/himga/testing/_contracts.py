@@ -11,6 +11,7 @@ from himga._errors import HimgaError
 __all__ = [
     "CONTRACTS",
     "DEFAULT_MAX_EXAMPLES",
+    "KIT_MEMORY_TIMEOUT",
     "Contract",
     "ContractViolation",
     "check_protocol_shape",
@@ -67,6 +68,12 @@ _IDS = frozenset(contract.id for contract in CONTRACTS)
 #: Generated programs per contract when the caller does not say (``check_memory``,
 #: ``check_contract``, ``himga check``).
 DEFAULT_MAX_EXAMPLES = 100
+
+#: Seconds each memory call of the kit may take when the caller does not say
+#: (``check_contract``, ``himga check``, the pytest plugin, pre-flight): the kit's
+#: conversations are a few short turns, so two minutes leaves room for a first call
+#: that loads a model, and a hung call fails its contract instead of hanging the check.
+KIT_MEMORY_TIMEOUT = 120.0
 
 
 class ContractViolation(HimgaError, AssertionError):

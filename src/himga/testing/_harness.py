@@ -24,7 +24,9 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from himga.data.schema import Message, Session
+from himga.memory._protocol import SearchableMemory
 from himga.testing._contracts import ContractViolation
+from himga.testing._deadline import MemoryHung
 
 __all__ = ["CANARY", "Harness", "factory_import"]
 
@@ -43,6 +45,9 @@ RESET_CLEARS = "reset-clears"
 REUSE = "reuse-after-reset"
 ISOLATION = "instance-isolation"
 SEARCH = "search-returns-hits"
+
+# What the harness never judges as a memory's failure, but lets end the check.
+_STOP = (KeyboardInterrupt, MemoryHung)
 
 # One recorded call since an instance's last reset: ("ingest", message, session),
 # ("retrieve", query, output), ("search", query, k, hits) or ("reset",).
@@ -138,6 +143,17 @@ def _hits_problem(output: Any, k: int) -> str | None:
     return None
 
 
+def _blame_call(method: str, args: tuple[Any, ...]) -> str:
+    """The contract a failing call breaks, judged by the call alone."""
+    if method == "reset":
+        return REUSE
+    if method == "search":
+        return SEARCH
+    if method == "retrieve" and not args[0].strip():
+        return EMPTY_QUERY
+    return RETURNS_STR
+
+
 def _hit_values(hits: Sequence[Any]) -> tuple[tuple[Any, Any, Any], ...]:
     return tuple((hit.turn_id, hit.score, hit.text) for hit in hits)
 
@@ -186,14 +202,14 @@ class Harness:
         self.trace.append(f"m{index + 1} = factory()")
         try:
             memory = self._factory()
-        except KeyboardInterrupt:  # Ctrl-C, or a memory raising it: stop, do not judge
+        except _STOP:  # Ctrl-C, a memory raising it, or a hung call: stop, do not judge
             raise
         except BaseException as exc:  # SystemExit (sys.exit) too: a memory's failure
             # The contract under check could not be exercised: report it under that one.
             blame = next(iter(self._checks)) if len(self._checks) == 1 else RETURNS_STR
             self._fail(blame, f"factory() raised {type(exc).__name__}: {exc}", exc)
         self.memories.append(memory)
-        self.searchable.append(callable(getattr(memory, "search", None)))
+        self.searchable.append(isinstance(memory, SearchableMemory))
         for per_instance in (self.live, self.turns):
             per_instance.append(set())
         for flags in (self.holds, self.touched):
@@ -475,7 +491,7 @@ class Harness:
                     lines.append(
                         f"twin.search({_literal(call[1])}, {call[2]})  # -> {_show(outputs[-1])}"
                     )
-        except KeyboardInterrupt:  # Ctrl-C, or a memory raising it: stop, do not judge
+        except _STOP:  # Ctrl-C, a memory raising it, or a hung call: stop, do not judge
             raise
         except BaseException as exc:  # SystemExit (sys.exit) too: a memory's failure
             lines.append(f"# raised {type(exc).__name__}: {exc}")
@@ -511,7 +527,7 @@ class Harness:
             self.trace.append(f"m{writer}.ingest({_message(message)}, {_session(session)})")
             after = first.retrieve(token)
             self.trace.append(f"m{watcher}.retrieve({token!r})  # -> {_show(str(after))}")
-        except KeyboardInterrupt:  # Ctrl-C, or a memory raising it: stop, do not judge
+        except _STOP:  # Ctrl-C, a memory raising it, or a hung call: stop, do not judge
             raise
         except BaseException:  # SystemExit (sys.exit) too: a memory's failure
             before = after = None
@@ -526,6 +542,15 @@ class Harness:
     def _call(self, index: int, method: str, *args: Any) -> Any:
         try:
             output = getattr(self.memories[index], method)(*args)
+        except MemoryHung as hung:
+            # Blamed by the call alone: the diagnosis after a reset would call the
+            # memory again, and wait again.
+            hung.violation = ContractViolation(
+                _blame_call(method, args),
+                str(hung),
+                self.reproducer("a return within the deadline"),
+            )
+            raise
         except KeyboardInterrupt:  # Ctrl-C, or a memory raising it: stop, do not judge
             raise
         except BaseException as exc:  # SystemExit (sys.exit) too: a memory's failure
@@ -544,15 +569,9 @@ class Harness:
         A failing ``reset`` breaks ``reuse-after-reset``; so does any call after a
         reset that a fresh instance given the same history copes with.
         """
-        if method == "reset" or (
-            self.resets[index] and self._copes_without_reset(index, method, args)
-        ):
+        if self.resets[index] and self._copes_without_reset(index, method, args):
             return REUSE
-        if method == "search":
-            return SEARCH
-        if method == "retrieve" and not args[0].strip():
-            return EMPTY_QUERY
-        return RETURNS_STR
+        return _blame_call(method, args)
 
     def _copes_without_reset(self, index: int, method: str, args: tuple[Any, ...]) -> bool:
         # A diagnosis only: these calls are not part of the reproducer.
@@ -562,7 +581,7 @@ class Harness:
                 if call[0] == "ingest":
                     twin.ingest(call[1], call[2])
             output = getattr(twin, method)(*args)
-        except KeyboardInterrupt:  # Ctrl-C, or a memory raising it: stop, do not judge
+        except _STOP:  # Ctrl-C, a memory raising it, or a hung call: stop, do not judge
             raise
         except BaseException:  # SystemExit (sys.exit) too: a memory's failure
             return False

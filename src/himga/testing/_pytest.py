@@ -8,13 +8,13 @@ from typing import Any, ClassVar
 
 from hypothesis import settings
 
-from himga.testing._check import check_contract
-from himga.testing._contracts import CONTRACTS, ContractViolation
+from himga.testing._contracts import CONTRACTS, KIT_MEMORY_TIMEOUT
+from himga.testing._outcomes import ContractChecker
 
 __all__ = ["MemoryContract", "run_contract_test"]
 
-# Per factory, the contract ids whose violation a test already reported, and which test.
-_REPORTED: dict[Any, dict[str, str]] = {}
+# Per factory and settings, the checker whose outcomes its contract tests report.
+_CHECKERS: dict[Any, ContractChecker] = {}
 
 
 def run_contract_test(
@@ -24,35 +24,39 @@ def run_contract_test(
     test: str,
     max_examples: int | None = None,
     deterministic: bool = False,
+    timeout: float | None = KIT_MEMORY_TIMEOUT,
 ) -> None:
-    """Check one contract as the pytest test named ``test``, one failing test per root cause.
+    """Report one contract's outcome as the pytest test named ``test``, as ``himga check``
+    prints it (both read :class:`~himga.testing._outcomes.ContractChecker`).
 
     ``max_examples`` and ``derandomize`` follow the active Hypothesis profile
-    (and ``--hypothesis-seed`` the seed). A violation of another contract than
-    ``contract_id`` fails this test unless an earlier test of the same factory
-    already reported that contract's violation: then this test is skipped,
-    naming it, as ``himga check`` prints ``skip``.
+    (and ``--hypothesis-seed`` the seed); each memory call may take ``timeout``
+    seconds (``None``: no deadline). A failing contract raises its
+    :class:`ContractViolation`; one another contract's failure kept from being
+    checked (``skip``), and ``search-returns-hits`` for a memory without
+    ``search`` (``n/a``), are skipped with the reason.
     """
     import pytest  # only ever called from a test run
 
-    reported = _REPORTED.setdefault(_key(factory), {})
-    if contract_id in reported:
-        pytest.skip(f"not checked: {contract_id} already fails in {reported[contract_id]}")
     profile = settings()
-    try:
-        check_contract(
+    examples = max_examples if max_examples is not None else profile.max_examples
+    key = (_key(factory), examples, profile.derandomize, deterministic, timeout)
+    checker = _CHECKERS.get(key)
+    if checker is None:
+        checker = _CHECKERS[key] = ContractChecker(
             factory,
-            contract_id,
-            max_examples=max_examples if max_examples is not None else profile.max_examples,
+            max_examples=examples,
             derandomize=profile.derandomize,
             deterministic=deterministic,
+            timeout=timeout,
         )
-    except ContractViolation as violation:
-        first = reported.get(violation.contract_id)
-        if first is not None and violation.contract_id != contract_id:
-            pytest.skip(f"not checked: {violation.contract_id} fails first (see {first})")
-        reported.setdefault(violation.contract_id, test)
-        raise
+    outcome = checker.outcome(contract_id)
+    if outcome.violation is not None:
+        raise outcome.violation
+    if outcome.status == "n/a":
+        pytest.skip(f"n/a: {outcome.reason}")
+    if outcome.status == "skip":
+        pytest.skip(outcome.reason)
 
 
 def _key(factory: Callable[[], Any]) -> Any:
@@ -83,8 +87,12 @@ class MemoryContract:
     ``max_examples`` of the Hypothesis profile in force when the test runs, whose
     ``derandomize`` (and pytest's ``--hypothesis-seed``) apply too. Set
     ``deterministic = True`` for a memory that promises equal outputs for equal
-    call histories. One root cause fails one test: a later test that runs into
-    a violation an earlier one reported is skipped, naming it.
+    call histories. Each memory call may take ``memory_timeout`` seconds
+    (``None``: no deadline); a call still running then fails the contract under
+    check. The outcomes are ``himga check``'s: one root cause fails one test (the
+    contract it breaks; a test another contract's failure kept from being checked
+    is skipped, naming it), and ``search-returns-hits`` is skipped as n/a for a
+    memory without ``search``.
 
     Opting out of a contract must be explicit: a subclass that replaces or
     removes a contract test without ``@pytest.mark.xfail(reason=...)``, or
@@ -95,6 +103,7 @@ class MemoryContract:
     factory: ClassVar[Callable[[], Any]]
     max_examples: ClassVar[int | None] = None
     deterministic: ClassVar[bool] = False
+    memory_timeout: ClassVar[float | None] = KIT_MEMORY_TIMEOUT
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -124,6 +133,7 @@ class MemoryContract:
             test=f"{type(self).__qualname__}.{_test_name(contract_id)}",
             max_examples=self.max_examples,
             deterministic=self.deterministic,
+            timeout=self.memory_timeout,
         )
 
     def test_protocol_shape(self) -> None:
