@@ -5,25 +5,33 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-__all__ = ["json_text", "write_json", "write_jsonl", "write_text_atomic"]
+__all__ = ["json_text", "replacing", "write_json", "write_jsonl", "write_text_atomic"]
 
 
-def write_text_atomic(path: Path, text: str) -> None:
-    """Write ``text`` (UTF-8) to ``path``: a temporary file beside it, fsync'd, then renamed
-    over ``path`` (atomic on POSIX and Windows), so ``path`` is never seen half-written."""
-    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+@contextmanager
+def replacing(path: Path) -> Iterator[Path]:
+    """A temporary path beside ``path`` (same suffix, so writers that go by it still do) to
+    write instead: renamed over ``path`` (atomic on POSIX and Windows) when the block ends,
+    deleted if it raises, so ``path`` is never seen half-written."""
+    temporary = path.with_name(f".{path.stem}.{os.getpid()}.tmp{path.suffix}")
     try:
-        with temporary.open("w", encoding="utf-8", newline="\n") as file:
-            file.write(text)
-            file.flush()
-            os.fsync(file.fileno())
+        yield temporary
         os.replace(temporary, path)
     finally:
         temporary.unlink(missing_ok=True)
+
+
+def write_text_atomic(path: Path, text: str) -> None:
+    """Write ``text`` (UTF-8) to ``path`` through :func:`replacing`, fsync'd before the rename."""
+    with replacing(path) as temporary, temporary.open("w", encoding="utf-8", newline="\n") as file:
+        file.write(text)
+        file.flush()
+        os.fsync(file.fileno())
 
 
 def json_text(data: Mapping[str, Any]) -> str:

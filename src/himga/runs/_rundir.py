@@ -251,6 +251,30 @@ class RunDir:
             raise RunReadError(f"{self.file(name)}: expected a JSON object")
         return data
 
+    def read_metrics(self) -> dict[str, Any]:
+        """``metrics.json``; :class:`RunReadError` naming the field when it lacks what
+        reading a run relies on (per-category blocks of numbers, counts, error lists)."""
+        metrics = self._object("metrics.json")
+        by_category = metrics.get("by_category")
+        blocks = {f"by_category.{k}": v for k, v in _items(by_category)}
+        blocks |= {key: metrics.get(key) for key in ("overall", "overall_with_adversarial")}
+        problem = None if isinstance(by_category, dict) else ("by_category", "an object")
+        for name, block in blocks.items():
+            if not isinstance(block, dict) or not all(map(_number, block.values())):
+                problem = problem or (name, "an object of numbers")
+        counts = metrics.get("counts")
+        if not isinstance(counts, dict) or not all(type(v) is int for v in counts.values()):
+            problem = problem or ("counts", "an object of integers")
+        for key in ("errors", "memory_errors"):
+            found = metrics.get(key)
+            if not isinstance(found, list) or not all(isinstance(e, dict) for e in found):
+                problem = problem or (key, "a list of objects")
+        if problem is not None:
+            raise RunReadError(
+                f"{self.file('metrics.json')}: field {problem[0]!r}: expected {problem[1]}"
+            )
+        return metrics
+
     def read_manifest(self) -> Manifest:
         """``manifest.json`` as a :class:`Manifest`; :class:`RunReadError` naming the field."""
         try:
@@ -301,7 +325,7 @@ class RunDir:
         """The finished run: manifest, metrics and results, the results checked against the
         manifest's checksum; :class:`RunReadError` saying what is wrong."""
         manifest = self.read_manifest()
-        metrics = self._object("metrics.json")
+        metrics = self.read_metrics()
         self.verify_results(manifest)
         file = self.file("results.jsonl")
         results: list[EvalResult] = []
@@ -314,6 +338,15 @@ class RunDir:
             score = record.get("judge")
             judge.append(float(score) if isinstance(score, (int, float)) else math.nan)
         return Run(self.path, manifest, metrics, results, judge)
+
+
+def _items(value: Any) -> list[tuple[str, Any]]:
+    return list(value.items()) if isinstance(value, dict) else []
+
+
+def _number(value: Any) -> bool:
+    """A metric value as written: a number (not a boolean) or ``None``."""
+    return value is None or (isinstance(value, (int, float)) and not isinstance(value, bool))
 
 
 def _head(path: Path) -> str:
