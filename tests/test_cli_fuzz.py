@@ -24,11 +24,8 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import io
 import json
-import os
 import shutil
-import signal
 import sqlite3
 import tempfile
 import threading
@@ -42,11 +39,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from himga._cli import _check, _fake_llm, _report, main, parser
+from himga._cli import _check, _fake_llm, _report, parser
 from himga._extras import MissingExtraError
 from himga.eval import Shard
-from himga.llm import FakeLLMServer
 from himga.runs import _preflight
+from tests.cli_support import QUICK, cwd, offline_cli, run_cli
 
 pytestmark = pytest.mark.usefixtures("loopback_only")
 
@@ -62,50 +59,6 @@ DOCUMENTED = {
     "merge": {0, 2},
     "report": {0, 2},
 }
-
-TURNS = [
-    ("Caroline", "I went to the LGBTQ support group yesterday and it was powerful."),
-    ("Melanie", "That sounds great! I painted a sunset over the lake last week."),
-    ("Caroline", "I am researching adoption agencies; I want to give kids a home."),
-    ("Melanie", "Camping with the kids next month, we love the mountains."),
-]
-
-
-def _conversation(sample_id: str) -> dict[str, Any]:
-    session = [
-        {"speaker": speaker, "dia_id": f"D1:{i}", "text": text}
-        for i, (speaker, text) in enumerate(TURNS, start=1)
-    ]
-    return {
-        "sample_id": sample_id,
-        "conversation": {
-            "speaker_a": "Caroline",
-            "speaker_b": "Melanie",
-            "session_1_date_time": "1:56 pm on 8 May, 2023",
-            "session_1": session,
-        },
-        "qa": [
-            {
-                "question": "When did Caroline go to the support group?",
-                "answer": "7 May 2023",
-                "evidence": ["D1:1"],
-                "category": 2,
-            },
-            {
-                "question": "What did Melanie paint?",
-                "answer": "a sunset",
-                "evidence": ["D1:2"],
-                "category": 4,
-            },
-            {
-                "question": "What is Caroline researching?",
-                "answer": "adoption agencies",
-                "evidence": ["D1:3"],
-                "category": 1,
-            },
-        ],
-    }
-
 
 #: Files of a run the mutations damage.
 RUN_FILES = ("manifest.json", "metrics.json", "results.jsonl", "checkpoint.jsonl")
@@ -265,28 +218,16 @@ def _mutate(text: str, data: st.DataObject, *, jsonl: bool) -> str:
 def sandbox(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     """The template every example copies: data, runs, bad files; the fake LLM serving."""
     root = tmp_path_factory.mktemp("sandbox")
-    data = root / "data" / "locomo"
-    data.mkdir(parents=True)
-    dataset = [_conversation("conv-1"), _conversation("conv-2")]
-    (data / "locomo10.json").write_text(json.dumps(dataset), encoding="utf-8")
-    with FakeLLMServer() as server, pytest.MonkeyPatch.context() as patch:
-        patch.setenv("HIMGA_DATA_DIR", str(root / "data"))
-        patch.setenv("HIMGA_CACHE_DIR", str(root / "no-cache"))
-        patch.setenv("HIMGA_NO_PLUGINS", "1")
-        patch.setenv("ANTHROPIC_BASE_URL", server.anthropic_base_url)
-        patch.setenv("OPENAI_BASE_URL", server.openai_base_url)
-        patch.setenv("ANTHROPIC_API_KEY", "fake")
-        patch.setenv("OPENAI_API_KEY", "fake")
+    with offline_cli(root) as patch:
         # The kit runs inside this test's own Hypothesis search: a few examples each.
         patch.setattr(_check, "DEFAULT_MAX_EXAMPLES", 2)
         patch.setattr(_preflight, "PREFLIGHT_EXAMPLES", 2)
-        quick = ["--memory", "keyword", "--no-preflight", "--no-progress"]
-        with _cwd(root), contextlib.redirect_stdout(io.StringIO()):
-            assert main(["eval", *quick, "--out", "run"]) == 0
-            assert main(["eval", *quick, "--llm", "anthropic", "--out", "run_llm"]) == 0
+        with cwd(root):
+            assert run_cli(["eval", *QUICK, "--out", "run"])[0] == 0
+            assert run_cli(["eval", *QUICK, "--llm", "anthropic", "--out", "run_llm"])[0] == 0
             for name, index in (("shard_a", 0), ("shard_b", 1)):
                 shard = str(Shard(index, 2))
-                assert main(["eval", *quick, "--shard", shard, "--out", name]) == 0
+                assert run_cli(["eval", *QUICK, "--shard", shard, "--out", name])[0] == 0
         (root / "empty_dir").mkdir()
         (root / "text.txt").write_text("not json\n", encoding="utf-8")
         (root / "nested.json").write_text("[" * 50_000 + "]" * 50_000, encoding="utf-8")
@@ -302,33 +243,6 @@ def sandbox(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
             foreign.commit()
         (root / "plot.png").mkdir()
         yield root
-
-
-@contextlib.contextmanager
-def _cwd(path: Path) -> Iterator[None]:
-    before = Path.cwd()
-    os.chdir(path)
-    try:
-        yield
-    finally:
-        os.chdir(before)
-
-
-def _run(argv: list[str]) -> tuple[int, str]:
-    """``himga ARGV`` in process: its exit status and stderr (any escaping exception fails)."""
-    stderr = io.StringIO()
-    handlers = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
-    try:
-        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(stderr):
-            try:
-                code: object = main(argv)
-            except SystemExit as exc:  # argparse: --help, --version, bad usage
-                code = exc.code
-    finally:
-        for signum, handler in handlers.items():
-            signal.signal(signum, handler)
-    assert isinstance(code, int), f"himga {argv}: exit status {code!r}"
-    return code, stderr.getvalue()
 
 
 def _served_at_once() -> types.SimpleNamespace:
@@ -377,8 +291,8 @@ def _no_traceback(sandbox: Path, argv: list[str], data: st.DataObject) -> None:
             file.write_text(_mutate(text, data, jsonl=name.endswith(".jsonl")), "utf-8")
         if name == "results.jsonl" and data.draw(st.booleans(), label="checksum kept valid"):
             _reseal(work / "damaged")
-        with _cwd(work):
-            code, stderr = _run(argv)
+        with cwd(work):
+            code, stderr = run_cli(argv)
     assert "Traceback" not in stderr, stderr
     command = argv[0]
     assert code in DOCUMENTED[command] | {0, 2}, (code, stderr)
@@ -434,7 +348,7 @@ def test_every_damaged_run_file_is_a_one_line_error_in_report_compare_and_merge(
     monkeypatch.setattr(_report, "plot_report", no_plot)
     text = (sandbox / source / name).read_text("utf-8")
     for damage, damaged_text in _damaged(text, jsonl=name.endswith(".jsonl")):
-        with tempfile.TemporaryDirectory() as scratch, _cwd(Path(scratch)):
+        with tempfile.TemporaryDirectory() as scratch, cwd(Path(scratch)):
             for run in (source, "shard_a"):
                 shutil.copytree(sandbox / run, run)
             Path(source, name).write_text(damaged_text, "utf-8")
@@ -445,7 +359,7 @@ def test_every_damaged_run_file_is_a_one_line_error_in_report_compare_and_merge(
                 ["compare", "shard_a", source],
                 ["merge", "shard_a", source, "--out", "merged"],
             ):
-                code, stderr = _run(argv)
+                code, stderr = run_cli(argv)
                 assert "Traceback" not in stderr, (damage, argv, stderr)
                 assert code in (0, 2), (damage, argv, code, stderr)
                 if code == 2:
@@ -469,8 +383,8 @@ def test_report_and_compare_outputs_that_cannot_be_written_are_one_line_errors(
 ) -> None:
     with tempfile.TemporaryDirectory() as scratch:
         shutil.copytree(sandbox, Path(scratch) / "w")
-        with _cwd(Path(scratch) / "w"):
-            code, stderr = _run(argv)
+        with cwd(Path(scratch) / "w"):
+            code, stderr = run_cli(argv)
     assert code == 2
     assert stderr.startswith(f"himga {argv[0]}: error: "), stderr
     assert len(stderr.strip().splitlines()) == 1, stderr

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from collections.abc import Sequence
 
 import himga
@@ -24,7 +25,12 @@ def parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the ``himga`` command; returns the process exit code."""
-    args = parser().parse_args(argv)
-    code: int = args.handler(args)
+    """Run the ``himga`` command; returns the process exit code (130 after Ctrl-C, in one
+    line: the commands that keep work say what they kept)."""
+    try:
+        args = parser().parse_args(argv)
+        code: int = args.handler(args)
+    except KeyboardInterrupt:
+        print("himga: interrupted (Ctrl-C)", file=sys.stderr)
+        return _check.INTERRUPTED
     return code

@@ -11,6 +11,7 @@ from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
+from himga._cli._check import INTERRUPTED
 from himga.eval import format_table
 from himga.eval._redact import redact
 
@@ -30,7 +31,9 @@ def register(commands: Any) -> None:
             "metrics.json and manifest.json into --out. A pre-flight check of the memory "
             "runs first. Exit status: 0 complete, 2 usage, configuration or pre-flight "
             f"error, {EXIT_INCOMPLETE} finished but incomplete (a memory, LLM or judge call "
-            "failed on some questions: recorded per question, excluded from the metrics)."
+            "failed on some questions: recorded per question, excluded from the metrics), "
+            f"{INTERRUPTED} interrupted (Ctrl-C: the finished questions are kept; --resume "
+            "finishes the run)."
         ),
     )
     parser.add_argument("--dataset", default="locomo", help="dataset name (default: locomo)")
@@ -194,12 +197,14 @@ def run(args: argparse.Namespace) -> int:
     from himga.eval import CheckpointError
     from himga.llm import LLMConfigError
     from himga.memory import MemoryLoadError
-    from himga.runs import PreflightFailedError, RunDirError, RunReadError
+    from himga.runs import PreflightFailedError, RunDirError, RunReadError, default_run_directory
 
     problem = _usage_error(args)
     if problem is not None:
         print(f"himga eval: {problem}", file=sys.stderr)
         return 2
+    # Chosen here, so an interrupted run can say where it kept what it finished.
+    args.out = args.out or default_run_directory()
     expected = (
         CheckpointError,
         DatasetError,
@@ -216,6 +221,9 @@ def run(args: argparse.Namespace) -> int:
         warnings.showwarning = _show_warning
         try:
             return _evaluate(args)
+        except KeyboardInterrupt:
+            print(redact(f"himga eval: interrupted (Ctrl-C): {_kept(args.out)}"), file=sys.stderr)
+            return INTERRUPTED
         except PreflightFailedError as exc:
             _print_preflight_failure(args, exc.report)
             return 2
@@ -226,8 +234,23 @@ def run(args: argparse.Namespace) -> int:
             # The run directory or the LLM cache could not be written (full, read-only, gone).
             what = getattr(exc, "filename", None) or "a file"
             reason = getattr(exc, "strerror", None) or str(exc)
-            print(redact(f"himga eval: error: cannot write {what}: {reason}"), file=sys.stderr)
+            message = f"himga eval: error: cannot write {what}: {reason}; {_kept(args.out)}"
+            print(redact(message), file=sys.stderr)
             return 2
+
+
+def _kept(out: Path) -> str:
+    """What a run that stopped early left in ``out``, and how to go on."""
+    from himga.runs import RunDir
+
+    run_dir = RunDir(out)
+    if not run_dir.checkpoint.exists():
+        return "no result was recorded: rerun the command to start again"
+    return (
+        f"{run_dir.finished()} finished questions are kept in {run_dir.checkpoint} (and the "
+        f"judge's verdicts so far); to finish the run, rerun the command with --out {out} "
+        "--resume (without --fresh)"
+    )
 
 
 def _show_warning(

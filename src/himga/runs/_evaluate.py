@@ -36,11 +36,18 @@ from himga.eval._shard import coverage
 from himga.llm import HasBaseURL, HasCacheStats, HasMaxRetries, HasUsage, LLMClient
 from himga.llm._client import public_url
 from himga.memory import BaseMemory, LLMUser, memory_provenance, resolve_memory
+from himga.runs._files import leading_entries
 from himga.runs._manifest import DatasetInfo, Manifest, MemoryInfo, ShardInfo
 from himga.runs._preflight import PreflightReport, preflight
-from himga.runs._rundir import RunDir, RunDirError
+from himga.runs._rundir import JUDGE_CACHE, RunDir, RunDirError, RunReadError
 
-__all__ = ["EvalRequest", "PreflightFailedError", "RunOutcome", "evaluate_run"]
+__all__ = [
+    "EvalRequest",
+    "PreflightFailedError",
+    "RunOutcome",
+    "default_run_directory",
+    "evaluate_run",
+]
 
 
 class PreflightFailedError(HimgaError, ValueError):
@@ -151,6 +158,11 @@ def _now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
 
+def default_run_directory() -> Path:
+    """Where a run without an ``out`` goes: ``runs/<UTC timestamp>``."""
+    return Path("runs") / _now().replace(":", "").replace("-", "")
+
+
 def _dataset_checksum(path: Path) -> str:
     """SHA-256 of the dataset file; of its files' names and bytes, sorted, for a directory."""
     digest = hashlib.sha256()
@@ -215,7 +227,7 @@ def evaluate_run(request: EvalRequest, *, notify: Callable[[str], None] = _silen
     covered = coverage(samples)
     if request.shard is not None:
         samples = request.shard.select(samples)
-    out = request.out or Path("runs") / started_at.replace(":", "").replace("-", "")
+    out = request.out or default_run_directory()
     agent = BaseAgent(memory=memory, llm=llm)
     judge_identity = None
     benchmark_judge = get_benchmark(request.dataset).judge
@@ -274,17 +286,19 @@ def evaluate_run(request: EvalRequest, *, notify: Callable[[str], None] = _silen
             raise RunDirError(f"{exc}; rerun with --fresh to start over in {out}") from exc
         judge: JudgeScores | None = None
         if llm is not None and judging:
-            # Verdicts persist beside the checkpoint, so a resumed run re-asks none.
-            cache_file = run_dir.file("judge_cache.json")
-            cache = run_dir.read_json(cache_file.name) if cache_file.exists() else {}
-            judge = batch_judge(
-                results,
-                llm=llm,
-                cache=cache,
-                show_progress=request.show_progress,
-                max_concurrency=request.concurrency,
-            )
-            run_dir.write_json(cache_file.name, cache)
+            # Verdicts persist beside the checkpoint, so a resumed run re-asks none; those
+            # gathered before an interrupt (Ctrl-C) or a failure too.
+            cache = _judge_cache(run_dir, notify)
+            try:
+                judge = batch_judge(
+                    results,
+                    llm=llm,
+                    cache=cache,
+                    show_progress=request.show_progress,
+                    max_concurrency=request.concurrency,
+                )
+            finally:
+                run_dir.write_json(JUDGE_CACHE, cache)
         metrics = compute_metrics(results, judge)
         wall = time.perf_counter() - started
         checksum = run_dir.write_results(_records(results, judge))
@@ -344,6 +358,32 @@ def evaluate_run(request: EvalRequest, *, notify: Callable[[str], None] = _silen
         )
         run_dir.write_manifest(manifest)
     return RunOutcome(out, manifest, metrics, results, resumed, len(keys))
+
+
+def _judge_cache(run_dir: RunDir, notify: Callable[[str], None]) -> dict[str, Any]:
+    """The verdicts of ``judge_cache.json``; of a damaged one (torn by a crash of an older
+    himga, or edited), those before the damage, said through ``notify``."""
+    file = run_dir.file(JUDGE_CACHE)
+    try:
+        cache = run_dir.read_json(JUDGE_CACHE)
+    except RunReadError as exc:
+        if not file.exists():
+            return {}
+        problem = str(exc)
+        cache = None
+    else:
+        problem = f"{file}: expected a JSON object"
+    if isinstance(cache, dict):
+        return cache
+    try:
+        kept = leading_entries(file.read_text("utf-8", errors="replace"))
+    except OSError:
+        kept = {}
+    notify(
+        f"{problem}: kept the {len(kept)} verdicts before the damage; "
+        "the other answers are judged again"
+    )
+    return kept
 
 
 def _ray_executor(request: EvalRequest) -> RayExecutor:

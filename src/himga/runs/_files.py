@@ -10,7 +10,14 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-__all__ = ["json_text", "replacing", "write_json", "write_jsonl", "write_text_atomic"]
+__all__ = [
+    "json_text",
+    "leading_entries",
+    "replacing",
+    "write_json",
+    "write_jsonl",
+    "write_text_atomic",
+]
 
 
 @contextmanager
@@ -49,3 +56,38 @@ def write_jsonl(path: Path, records: Iterable[Mapping[str, Any]]) -> str:
     text = "".join(json.dumps(record, ensure_ascii=False) + "\n" for record in records)
     write_text_atomic(path, text)
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def leading_entries(text: str) -> dict[str, Any]:
+    """The entries of the JSON object ``text`` starts with, up to its first defect: what a
+    torn (cut-off) or damaged object file still holds. An entry counts only when the
+    ``,`` or ``}`` after its value is there, so a value cut short (``12`` of ``125``)
+    is never taken for whole."""
+    decoder = json.JSONDecoder()
+    found: dict[str, Any] = {}
+
+    def skip(position: int) -> int:
+        while position < len(text) and text[position] in " \t\r\n":
+            position += 1
+        return position
+
+    position = skip(0)
+    if not text.startswith("{", position):
+        return found
+    position += 1
+    while True:
+        try:
+            key, position = decoder.raw_decode(text, skip(position))
+            position = skip(position)
+            if not isinstance(key, str) or not text.startswith(":", position):
+                return found
+            value, position = decoder.raw_decode(text, skip(position + 1))
+        except (ValueError, RecursionError):
+            return found
+        position = skip(position)
+        if not text.startswith((",", "}"), position):
+            return found
+        found[key] = value
+        if text.startswith("}", position):
+            return found
+        position += 1

@@ -27,6 +27,7 @@ from himga.runs._files import write_json, write_jsonl
 from himga.runs._manifest import Manifest, ManifestError
 
 __all__ = [
+    "JUDGE_CACHE",
     "LOCK",
     "MARKER",
     "RUN_FILES",
@@ -41,10 +42,12 @@ __all__ = [
 MARKER = ".himga-run"
 #: Held locked by the process writing the run directory.
 LOCK = ".himga-run.lock"
+#: The judge's verdicts, by request: a resumed run asks again none of them.
+JUDGE_CACHE = "judge_cache.json"
 #: The files of a run (``--fresh`` removes them; the marker and the lock stay).
 RUN_FILES = (
     "checkpoint.jsonl",
-    "judge_cache.json",
+    JUDGE_CACHE,
     "results.jsonl",
     "metrics.json",
     "manifest.json",
@@ -214,6 +217,25 @@ class RunDir:
                     "pass --fresh to start over there, or choose another --out"
                 )
         write_json(self.file(MARKER), {"himga_run_directory": 1})
+
+    def finished(self) -> int:
+        """How many questions ``checkpoint.jsonl`` holds finished (no error), the last
+        record of a question counting; 0 without a checkpoint. For telling what an
+        interrupted run kept; a resume checks the file itself."""
+        try:
+            lines = self.checkpoint.read_bytes().split(b"\n")[1:-1]  # no header, no torn end
+        except OSError:
+            return 0
+        done: dict[tuple[Any, Any], bool] = {}
+        for line in lines:
+            try:
+                record = json.loads(line)
+            except (ValueError, RecursionError):
+                continue
+            if isinstance(record, dict):
+                key = (record.get("sample_id"), record.get("question_id"))
+                done[key] = record.get("error") is None and record.get("memory_error") is None
+        return sum(done.values())
 
     def release(self) -> None:
         """Release the lock (idempotent)."""
