@@ -224,6 +224,10 @@ def run(args: argparse.Namespace) -> int:
         except KeyboardInterrupt:
             print(redact(f"himga eval: interrupted (Ctrl-C): {_kept(args.out)}"), file=sys.stderr)
             return INTERRUPTED
+        except SystemExit as exc:
+            # argparse is done by now: this is the memory's factory calling sys.exit.
+            print(f"himga eval: error: the memory called sys.exit({exc.code!r})", file=sys.stderr)
+            return 2
         except PreflightFailedError as exc:
             _print_preflight_failure(args, exc.report)
             return 2
