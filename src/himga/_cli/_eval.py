@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import sqlite3
 import sys
@@ -73,6 +74,23 @@ def register(commands: Any) -> None:
         help="answer with this provider (key and base URL from the SDK's environment variables)",
     )
     parser.add_argument("--model", default=None, help="model name (default: the provider's)")
+    parser.add_argument(
+        "--llm-timeout",
+        type=_positive_float,
+        default=None,
+        metavar="S",
+        help="seconds each LLM request attempt may take (default 120); a call, its retries "
+        "included, ends within S x (retries + 1) plus the back-off between attempts (0.5 s "
+        "doubling to at most 8 s) and 1 s -- 736.5 s with the defaults -- or fails as an "
+        "LLM error of its question",
+    )
+    parser.add_argument(
+        "--llm-retries",
+        type=int,
+        default=None,
+        metavar="N",
+        help="retries of a failed LLM request (rate limit, server error, timeout; default 5)",
+    )
     parser.add_argument(
         "--llm-cache",
         type=Path,
@@ -159,14 +177,14 @@ def _resource(text: str) -> tuple[str, float]:
 
 def _positive_float(text: str) -> float:
     value = float(text)
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"must be > 0, got {text}")
+    if not 0 < value < math.inf:
+        raise argparse.ArgumentTypeError(f"must be a number of seconds > 0, got {text}")
     return value
 
 
 def _usage_error(args: argparse.Namespace) -> str | None:
     """What is wrong with the options on their own, before anything runs; ``None`` if nothing."""
-    for needs_llm in ("model", "llm_cache"):
+    for needs_llm in ("model", "llm_cache", "llm_timeout", "llm_retries"):
         if args.llm is None and getattr(args, needs_llm) is not None:
             return f"--{needs_llm.replace('_', '-')} needs --llm"
     if args.llm is None and args.judge:
@@ -177,6 +195,8 @@ def _usage_error(args: argparse.Namespace) -> str | None:
         value = getattr(args, option)
         if value is not None and value < 1:
             return f"--{option} must be >= 1, got {value}"
+    if args.llm_retries is not None and args.llm_retries < 0:
+        return f"--llm-retries must be >= 0, got {args.llm_retries}"
     cache: Path | None = args.llm_cache
     if cache is not None:
         if cache.is_dir():

@@ -78,6 +78,8 @@ class EvalRequest:
     llm: str | None = None
     model: str | None = None
     llm_cache: Path | None = None
+    llm_timeout: float | None = None
+    llm_retries: int | None = None
     limit: int | None = None
     out: Path | None = None
     resume: bool = False
@@ -209,7 +211,7 @@ def evaluate_run(request: EvalRequest, *, notify: Callable[[str], None] = _silen
     if request.llm is not None:
         from himga.llm import get_client
 
-        llm = get_client(request.llm, model=request.model, cache=request.llm_cache)
+        llm = get_client(request.llm, model=request.model, **_llm_settings(request))
 
     def create_memory() -> BaseMemory:
         memory = resolved.create()
@@ -241,7 +243,7 @@ def evaluate_run(request: EvalRequest, *, notify: Callable[[str], None] = _silen
             ),
         }
     # The Ray workers open the same cache file, so a re-run is answered from it there too.
-    llm_settings = {} if request.llm_cache is None else {"cache": str(request.llm_cache)}
+    llm_settings = _llm_settings(request)
     spec = AgentSpec(
         memory=request.memory,
         memory_arguments=resolved.arguments,
@@ -358,6 +360,17 @@ def evaluate_run(request: EvalRequest, *, notify: Callable[[str], None] = _silen
         )
         run_dir.write_manifest(manifest)
     return RunOutcome(out, manifest, metrics, results, resumed, len(keys))
+
+
+def _llm_settings(request: EvalRequest) -> dict[str, Any]:
+    """The :func:`~himga.llm.get_client` settings the request gives (the others: defaults),
+    as plain data: the Ray workers build their clients from them too."""
+    settings: dict[str, Any] = {
+        "cache": None if request.llm_cache is None else str(request.llm_cache),
+        "timeout": request.llm_timeout,
+        "max_retries": request.llm_retries,
+    }
+    return {name: value for name, value in settings.items() if value is not None}
 
 
 def _judge_cache(run_dir: RunDir, notify: Callable[[str], None]) -> dict[str, Any]:
