@@ -1,7 +1,8 @@
 """A memory that exits, raises ``BaseException`` or returns text that is not Unicode fails
 its questions, recorded per question; it never ends ``himga eval`` silently (issue 26).
 
-(``himga check`` on such memories: ``tests/test_cli_check_hardening.py``.)
+A boolean for a numeric constructor argument (``--memory-arg k=true``) is refused, not
+taken for 1. (``himga check`` on such memories: ``tests/test_cli_check_hardening.py``.)
 """
 
 from __future__ import annotations
@@ -79,3 +80,16 @@ def test_a_memory_factory_that_exits_is_a_one_line_error(offline: Path) -> None:
     code, stderr = run_cli(["eval", *QUICK, "--memory", f"{HERE}:exits_when_made"])
     assert code == 2
     assert stderr == "himga eval: error: the memory called sys.exit(0)\n"
+
+
+@pytest.mark.parametrize("memory", ["keyword", f"{HERE}:LoneSurrogate"])
+def test_a_boolean_for_a_numeric_memory_argument_is_a_one_line_error(
+    offline: Path, memory: str
+) -> None:
+    code, stderr = run_cli(["eval", *QUICK, "--memory", memory, "--memory-arg", "k=true"])
+    assert code == 2
+    assert stderr == (
+        f"himga eval: error: memory argument k=true: memory {memory!r} takes a number (int) "
+        "for 'k', not a boolean\n"
+    )
+    assert run_cli(["eval", *QUICK, "--memory", memory, "--memory-arg", "k=3"])[0] in (0, 3)
