@@ -17,6 +17,7 @@ import errno
 import gc
 import io
 import json
+import sqlite3
 import sys
 import tempfile
 from collections.abc import Iterator
@@ -29,6 +30,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import himga
+from himga.llm import LLMCache
 from himga.runs import JUDGE_CACHE
 from himga.runs._files import json_text, leading_entries
 from tests.cli_support import QUICK, cwd, offline_cli, run_cli
@@ -242,3 +244,21 @@ def test_leading_entries_of_a_cut_object_are_whole_entries_of_it(
     kept = leading_entries(text[:cut])
     assert kept.items() <= entries.items()
     assert list(kept) == list(entries)[: len(kept)]
+
+
+def test_a_full_disk_under_the_llm_cache_fails_calls_not_the_run(
+    reference: _Reference, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def full(self: LLMCache, key: str, completion: object) -> None:
+        raise sqlite3.OperationalError("database or disk is full")
+
+    with cwd(tmp_path):
+        with monkeypatch.context() as patch:
+            patch.setattr(LLMCache, "put", full)
+            code, stderr = run_cli([*RUN, "--llm-cache", "llm.sqlite"])
+        assert "Traceback" not in stderr, stderr
+        assert code == 3, stderr
+        assert "database or disk is full" in stderr
+        assert "--resume" in stderr
+        _assert_untorn(Path("out"))
+        _finish(code, stderr, reference)
