@@ -30,6 +30,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import himga
+from himga._cli import _compare, _datasets, _merge, _report
 from himga.llm import LLMCache
 from himga.runs import JUDGE_CACHE
 from himga.runs._files import json_text, leading_entries
@@ -262,3 +263,21 @@ def test_a_full_disk_under_the_llm_cache_fails_calls_not_the_run(
         assert "--resume" in stderr
         _assert_untorn(Path("out"))
         _finish(code, stderr, reference)
+
+
+@pytest.mark.parametrize("command", ["report", "compare", "merge", "datasets"])
+def test_ctrl_c_in_any_other_command_is_one_line_and_exit_130(
+    monkeypatch: pytest.MonkeyPatch, command: str
+) -> None:
+    def interrupted(args: object) -> int:
+        raise KeyboardInterrupt
+
+    module = {"report": _report, "compare": _compare, "merge": _merge, "datasets": _datasets}
+    monkeypatch.setattr(module[command], "run", interrupted)
+    argv = {
+        "datasets": ["datasets"],
+        "report": ["report", "r"],
+        "merge": ["merge", "r", "--out", "m"],
+    }
+    code, stderr = run_cli(argv.get(command, [command, "a", "b"]))
+    assert (code, stderr) == (130, "himga: interrupted (Ctrl-C)\n")
