@@ -40,6 +40,11 @@ pytestmark = pytest.mark.usefixtures("loopback_only")
 
 RUN = ["eval", *QUICK, "--llm", "anthropic", "--out", "out"]
 HIMGA_SOURCE = str(Path(himga.__file__).parent)
+#: The property tests: each example is two runs (stopped, then finished), so fewer of them.
+TWO_RUNS_EACH = settings(
+    max_examples=max(4, settings().max_examples // 3),
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
 #: Fields that differ between two runs of the same questions.
 TIMINGS = ("latency_s", "retrieval_latency_s")
 
@@ -103,40 +108,29 @@ def _finish(code: int, stderr: str, reference: _Reference) -> None:
     assert _results(Path("out")) == reference.results
 
 
-@settings(
-    max_examples=max(4, settings().max_examples // 3),
-    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
-)
-@given(data=st.data())
-def test_ctrl_c_anywhere_keeps_what_finished_and_resume_completes_the_run(
-    reference: _Reference, data: st.DataObject
-) -> None:
-    # Call 1 is main() itself: an interrupt there is Python's, before himga runs.
-    at = data.draw(st.integers(2, reference.calls), label="interrupted at himga call")
-    calls = 0
+class _Interrupt:
+    """Ctrl-C at the ``at``-th call of a himga function in the main thread, while active."""
 
-    def interrupt(frame: FrameType, event: str, arg: Any) -> None:
-        nonlocal calls
+    def __init__(self, at: int) -> None:
+        self.at = at
+        self.calls = 0
+
+    @property
+    def stopped(self) -> bool:
+        return self.calls >= self.at
+
+    def _trace(self, frame: FrameType, event: str, arg: Any) -> None:
         if frame.f_code.co_filename.startswith(HIMGA_SOURCE):
-            calls += 1
-            if calls == at:
+            self.calls += 1
+            if self.calls == self.at:
                 sys.settrace(None)
                 raise KeyboardInterrupt
 
-    with tempfile.TemporaryDirectory() as scratch, cwd(Path(scratch)):
-        sys.settrace(interrupt)
-        try:
-            code, stderr = run_cli(RUN)
-        finally:
-            sys.settrace(None)
-        assert "Traceback" not in stderr, stderr
-        if calls >= at:  # (threads make the count vary a little: the run may end first)
-            assert code == 130, stderr
-            lines = stderr.strip().splitlines()
-            assert len(lines) == 1, stderr
-            assert lines[0].startswith(("himga eval: interrupted", "himga: interrupted")), stderr
-        _assert_untorn(Path("out"))
-        _finish(code, stderr, reference)
+    def __enter__(self) -> None:
+        sys.settrace(self._trace)
+
+    def __exit__(self, *exc: object) -> None:
+        sys.settrace(None)
 
 
 class _Disk:
@@ -147,6 +141,18 @@ class _Disk:
         self.root = root.resolve()
         self.free = free
         self.open = builtins.open
+        self._patch = pytest.MonkeyPatch()
+
+    @property
+    def stopped(self) -> bool:
+        return self.free == 0
+
+    def __enter__(self) -> None:
+        self._patch.setattr(builtins, "open", self.opener)
+        self._patch.setattr(io, "open", self.opener)
+
+    def __exit__(self, *exc: object) -> None:
+        self._patch.undo()
 
     def opener(self, file: Any, mode: str = "r", *args: Any, **kwargs: Any) -> Any:
         handle = self.open(file, mode, *args, **kwargs)
@@ -182,30 +188,34 @@ class _Filling:
         self._handle.close()
 
 
-@settings(
-    max_examples=max(4, settings().max_examples // 3),
-    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
-)
+@pytest.mark.parametrize("stop", ["ctrl-c", "disk full"])
+@TWO_RUNS_EACH
 @given(data=st.data())
-def test_a_full_disk_anywhere_is_one_line_tears_nothing_and_resume_completes_the_run(
-    reference: _Reference, data: st.DataObject
+def test_a_run_stopped_anywhere_says_so_in_one_line_tears_nothing_and_resumes_to_its_results(
+    reference: _Reference, stop: str, data: st.DataObject
 ) -> None:
-    free = data.draw(st.integers(0, reference.written), label="bytes free")
     with tempfile.TemporaryDirectory() as scratch, cwd(Path(scratch)):
-        disk = _Disk(Path(scratch), free)
-        with pytest.MonkeyPatch.context() as patch:
-            patch.setattr(builtins, "open", disk.opener)
-            patch.setattr(io, "open", disk.opener)
+        stopper: _Interrupt | _Disk
+        said: tuple[str, ...]
+        if stop == "ctrl-c":
+            # Call 1 is main() itself: an interrupt there is Python's, before himga runs.
+            stopper = _Interrupt(data.draw(st.integers(2, reference.calls), label="at call"))
+            status, said = 130, ("himga eval: interrupted (Ctrl-C): ", "himga: interrupted")
+        else:
+            stopper = _Disk(Path(scratch), data.draw(st.integers(0, reference.written)))
+            status, said = 2, ("himga eval: error: cannot write ",)
+        with stopper:
             code, stderr = run_cli(RUN)
         assert "Traceback" not in stderr, stderr
-        if disk.free > 0:
-            assert code == 0, stderr
-        else:
-            assert code == 2, stderr
+        # (Threads make the call count vary a little: the run may end before the interrupt.)
+        if stopper.stopped:
+            assert code == status, stderr
             lines = stderr.strip().splitlines()
             assert len(lines) == 1, stderr
-            assert lines[0].startswith("himga eval: error: cannot write "), stderr
-            assert "No space left on device" in lines[0], stderr
+            assert lines[0].startswith(said), stderr
+            assert stop != "disk full" or "No space left on device" in lines[0], stderr
+        else:
+            assert code == 0, stderr
         _assert_untorn(Path("out"))
         _finish(code, stderr, reference)
 
