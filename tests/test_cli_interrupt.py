@@ -213,7 +213,10 @@ def test_a_run_stopped_anywhere_says_so_in_one_line_tears_nothing_and_resumes_to
             lines = stderr.strip().splitlines()
             assert len(lines) == 1, stderr
             assert lines[0].startswith(said), stderr
-            assert stop != "disk full" or "No space left on device" in lines[0], stderr
+            if stop == "disk full":  # naming the run's file, not a temporary one
+                assert "No space left on device" in lines[0], stderr
+                assert ".tmp" not in lines[0], stderr
+                assert "cannot write out/" in lines[0], stderr
         else:
             assert code == 0, stderr
         _assert_untorn(Path("out"))

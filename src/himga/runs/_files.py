@@ -29,6 +29,11 @@ def replacing(path: Path) -> Iterator[Path]:
     try:
         yield temporary
         os.replace(temporary, path)
+    except OSError as exc:
+        if exc.filename not in (None, str(temporary)):
+            raise
+        # A write that failed (a full disk) names the file being written, not its stand-in.
+        raise OSError(exc.errno, exc.strerror, str(path)) from exc
     finally:
         temporary.unlink(missing_ok=True)
 
