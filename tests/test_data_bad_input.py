@@ -200,6 +200,45 @@ def test_corrupt_compressed_data_in_zip(tmp_path: Path) -> None:
         load_dataset("locomo", path=path)
 
 
+def _nested(depth: int = 100_000) -> str:
+    """A JSON array nested deeper than Python's recursion limit (json.loads: RecursionError)."""
+    return "[" * depth + "]" * depth
+
+
+@pytest.mark.parametrize(
+    ("name", "layout"),
+    [
+        ("locomo", "locomo10.json"),
+        ("locomo", "conversations/1.json"),
+        ("longmemeval_s", "longmemeval_s.json"),
+        ("locomo-plus", "locomo_plus.json"),
+        ("beam-100k", "100K/1/chat.json"),
+    ],
+)
+def test_deeply_nested_json_is_a_dataset_error_naming_the_file(
+    tmp_path: Path, name: str, layout: str
+) -> None:
+    file = tmp_path / layout
+    file.parent.mkdir(parents=True, exist_ok=True)
+    # LongMemEval streams its records: nest one record; the others, the whole document.
+    file.write_text(f"[{_nested()}]" if name.startswith("longmemeval") else _nested())
+    given_path = tmp_path / layout.split("/")[0] if "/" in layout else file
+    with pytest.raises(DatasetError, match=f"^{re.escape(str(file))}: .*nested too deeply"):
+        load_dataset(name, path=given_path)
+
+
+def test_encrypted_zip_member_is_a_dataset_error_naming_the_archive(tmp_path: Path) -> None:
+    path = tmp_path / "locomo10.zip"
+    with zipfile.ZipFile(path, "w") as archive:
+        archive.writestr("1.json", "[]")
+    body = bytearray(path.read_bytes())
+    body[6] |= 1  # the local header's "encrypted" flag ...
+    body[body.find(b"PK\x01\x02") + 8] |= 1  # ... and the central directory's
+    path.write_bytes(bytes(body))
+    with pytest.raises(DatasetError, match=r"locomo10\.zip: unreadable zip archive: .*encrypted"):
+        load_dataset("locomo", path=path)
+
+
 def test_dataset_error_survives_copy_and_pickle() -> None:
     error = ChecksumMismatchError("f.zip", "bad sha256", sample="'s'", field="x")
     for clone in (copy.copy(error), pickle.loads(pickle.dumps(error))):

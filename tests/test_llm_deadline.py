@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import socket
 import threading
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
 from himga.llm import ChatMessage, FakeLLMServer, LLMError, SDKClient, get_client
+from tests.cli_support import QUICK, cwd, offline_cli, run_cli
 
 PROVIDERS = ["anthropic", "openai"]
 # Long enough that, were the drip not cut off, the call would get its reply and
@@ -110,3 +113,35 @@ def _call(client: SDKClient, mode: str) -> LLMError:
     with pytest.raises(LLMError) as info:
         call()
     return info.value
+
+
+def test_the_cli_sets_the_timeout_and_retries_and_a_dripping_llm_is_an_llm_error(
+    dripping: DrippingServer, tmp_path: Path
+) -> None:
+    with offline_cli(tmp_path) as patch, cwd(tmp_path):
+        patch.setenv("ANTHROPIC_BASE_URL", dripping.url)
+        argv = ["eval", *QUICK, "--llm", "anthropic", "--no-judge", "--limit", "1"]
+        code, stderr = run_cli([*argv, "--llm-timeout", "0.3", "--llm-retries", "0"])
+        assert code == 3, stderr
+        assert "no complete reply within its deadline of 1.3 s" in stderr
+        assert dripping.attempts == 3  # one per question, none retried
+        manifest = json.loads((next(Path("runs").iterdir()) / "manifest.json").read_text())
+        assert manifest["llm"]["max_retries"] == 0
+
+
+@pytest.mark.parametrize(
+    ("options", "problem"),
+    [
+        (["--llm-timeout", "1"], "--llm-timeout needs --llm"),
+        (["--llm", "anthropic", "--llm-retries", "-1"], "--llm-retries must be >= 0"),
+        (["--llm", "anthropic", "--llm-timeout", "inf"], "must be a number of seconds > 0"),
+        (["--llm", "anthropic", "--llm-timeout", "0"], "must be a number of seconds > 0"),
+    ],
+)
+def test_bad_llm_timeout_and_retries_are_usage_errors(
+    tmp_path: Path, options: list[str], problem: str
+) -> None:
+    with offline_cli(tmp_path), cwd(tmp_path):
+        code, stderr = run_cli(["eval", *QUICK, *options])
+    assert code == 2
+    assert problem in stderr.strip().splitlines()[-1]

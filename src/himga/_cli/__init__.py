@@ -13,24 +13,34 @@ from typing import NoReturn
 import himga
 from himga._cli import _check, _compare, _datasets, _eval, _fake_llm, _memories, _merge, _report
 
-__all__ = ["entry_point", "main"]
+__all__ = ["entry_point", "main", "parser"]
 
 #: Seconds the finished ``himga`` program waits for threads it did not start (a
 #: memory's own) before it exits without them.
 LINGER_GRACE = 2.0
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Run the ``himga`` command; returns the process exit code."""
-    parser = argparse.ArgumentParser(
+def parser() -> argparse.ArgumentParser:
+    """The ``himga`` argument parser, one sub-parser per command (each sets ``handler``)."""
+    made = argparse.ArgumentParser(
         prog="himga", description="Long-term conversational memory research tools."
     )
-    parser.add_argument("--version", action="version", version=f"himga {himga.__version__}")
-    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    made.add_argument("--version", action="version", version=f"himga {himga.__version__}")
+    commands = made.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for command in (_check, _compare, _datasets, _eval, _fake_llm, _memories, _merge, _report):
         command.register(commands)
-    args = parser.parse_args(argv)
-    code: int = args.handler(args)
+    return made
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the ``himga`` command; returns the process exit code (130 after Ctrl-C, in one
+    line: the commands that keep work say what they kept)."""
+    try:
+        args = parser().parse_args(argv)
+        code: int = args.handler(args)
+    except KeyboardInterrupt:
+        print("himga: interrupted (Ctrl-C)", file=sys.stderr)
+        return _check.INTERRUPTED
     return code
 
 

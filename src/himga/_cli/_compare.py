@@ -69,9 +69,14 @@ def run(args: argparse.Namespace) -> int:
     if len(args.runs) < 2:
         print("himga compare: error: give at least two runs", file=sys.stderr)
         return 2
-    if args.resamples < 1:
-        print("himga compare: error: --resamples must be >= 1", file=sys.stderr)
-        return 2
+    for problem in (
+        args.resamples < 1 and "--resamples must be >= 1",
+        args.seed < 0 and "--seed must be >= 0",
+        args.plot is not None and args.plot.is_dir() and f"--plot {args.plot} is a directory",
+    ):
+        if problem:
+            print(f"himga compare: error: {problem}", file=sys.stderr)
+            return 2
     try:
         runs = [RunDir(path).read() for path in args.runs]
         comparison = compare_runs(
@@ -81,6 +86,9 @@ def run(args: argparse.Namespace) -> int:
             plot_comparison(comparison, args.plot)
     except (CompareError, RunReadError, MissingExtraError) as exc:
         print(f"himga compare: error: {exc}", file=sys.stderr)
+        return 2
+    except OSError as exc:  # only the figure is written
+        print(f"himga compare: error: cannot write {args.plot}: {exc.strerror}", file=sys.stderr)
         return 2
     if args.json:
         print(json.dumps(comparison, indent=2))

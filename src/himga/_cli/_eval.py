@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import shlex
 import sqlite3
@@ -12,6 +13,7 @@ from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
+from himga._cli._check import INTERRUPTED
 from himga._cli._options import memory_timeout
 from himga.eval import format_table
 from himga.eval._memory_calls import DEFAULT_MEMORY_TIMEOUT
@@ -35,7 +37,8 @@ def register(commands: Any) -> None:
             "runs first. Exit status: 0 complete, 2 usage, configuration or pre-flight "
             f"error, {EXIT_INCOMPLETE} finished but incomplete (a memory, LLM or judge call "
             "failed on some questions: recorded per question, excluded from the metrics), "
-            "130 interrupted (Ctrl-C: the finished questions are kept for --resume)."
+            f"{INTERRUPTED} interrupted (Ctrl-C: the finished questions are kept; --resume "
+            "finishes the run)."
         ),
     )
     parser.add_argument("--dataset", default="locomo", help="dataset name (default: locomo)")
@@ -77,6 +80,23 @@ def register(commands: Any) -> None:
         help="answer with this provider (key and base URL from the SDK's environment variables)",
     )
     parser.add_argument("--model", default=None, help="model name (default: the provider's)")
+    parser.add_argument(
+        "--llm-timeout",
+        type=_positive_float,
+        default=None,
+        metavar="S",
+        help="seconds each LLM request attempt may take (default 120); a call, its retries "
+        "included, ends within S x (retries + 1) plus the back-off between attempts (0.5 s "
+        "doubling to at most 8 s) and 1 s -- 736.5 s with the defaults -- or fails as an "
+        "LLM error of its question",
+    )
+    parser.add_argument(
+        "--llm-retries",
+        type=int,
+        default=None,
+        metavar="N",
+        help="retries of a failed LLM request (rate limit, server error, timeout; default 5)",
+    )
     parser.add_argument(
         "--llm-cache",
         type=Path,
@@ -162,9 +182,16 @@ def _resource(text: str) -> tuple[str, float]:
     return name.strip(), value
 
 
+def _positive_float(text: str) -> float:
+    value = float(text)
+    if not 0 < value < math.inf:
+        raise argparse.ArgumentTypeError(f"must be a number of seconds > 0, got {text}")
+    return value
+
+
 def _usage_error(args: argparse.Namespace) -> str | None:
     """What is wrong with the options on their own, before anything runs; ``None`` if nothing."""
-    for needs_llm in ("model", "llm_cache"):
+    for needs_llm in ("model", "llm_cache", "llm_timeout", "llm_retries"):
         if args.llm is None and getattr(args, needs_llm) is not None:
             return f"--{needs_llm.replace('_', '-')} needs --llm"
     if args.llm is None and args.judge:
@@ -175,6 +202,8 @@ def _usage_error(args: argparse.Namespace) -> str | None:
         value = getattr(args, option)
         if value is not None and value < 1:
             return f"--{option} must be >= 1, got {value}"
+    if args.llm_retries is not None and args.llm_retries < 0:
+        return f"--llm-retries must be >= 0, got {args.llm_retries}"
     cache: Path | None = args.llm_cache
     if cache is not None:
         if cache.is_dir():
@@ -195,12 +224,15 @@ def run(args: argparse.Namespace) -> int:
     from himga.eval import CheckpointError
     from himga.llm import LLMConfigError
     from himga.memory import MemoryLoadError
-    from himga.runs import PreflightFailedError, RunDirError, RunReadError
+    from himga.runs import PreflightFailedError, RunDirError, RunReadError, default_run_directory
 
     problem = _usage_error(args)
     if problem is not None:
         print(f"himga eval: {problem}", file=sys.stderr)
         return 2
+    # Chosen here, so an interrupted run can say where it kept what it finished.
+    given = args.out is not None
+    args.out = args.out or default_run_directory()
     expected = (
         CheckpointError,
         DatasetError,
@@ -212,20 +244,21 @@ def run(args: argparse.Namespace) -> int:
         RunReadError,
         UnknownDatasetError,
     )
-    from himga._cli._check import INTERRUPTED
-    from himga.runs._evaluate import default_run_dir
-
-    out: Path = args.out or default_run_dir()
     with warnings.catch_warnings():
         # Dataset repairs (e.g. an evidence id naming no turn) as one line each.
         warnings.showwarning = _show_warning
         try:
-            return _evaluate(args, out)
+            return _evaluate(args, args.out)
         except KeyboardInterrupt:
             # The first Ctrl-C ends the run even while a memory call hangs (memory calls
             # run on daemon threads): say what the checkpoint kept and how to go on.
-            print(_interrupted(out, given=args.out is not None), file=sys.stderr)
+            message = f"himga eval: interrupted (Ctrl-C): {_kept(args.out, given=given)}"
+            print(redact(message), file=sys.stderr)
             return INTERRUPTED
+        except SystemExit as exc:
+            # argparse is done by now: this is the memory's factory calling sys.exit.
+            print(f"himga eval: error: the memory called sys.exit({exc.code!r})", file=sys.stderr)
+            return 2
         except PreflightFailedError as exc:
             _print_preflight_failure(args, exc.report)
             return 2
@@ -236,8 +269,26 @@ def run(args: argparse.Namespace) -> int:
             # The run directory or the LLM cache could not be written (full, read-only, gone).
             what = getattr(exc, "filename", None) or "a file"
             reason = getattr(exc, "strerror", None) or str(exc)
-            print(redact(f"himga eval: error: cannot write {what}: {reason}"), file=sys.stderr)
+            message = (
+                f"himga eval: error: cannot write {what}: {reason}; {_kept(args.out, given=given)}"
+            )
+            print(redact(message), file=sys.stderr)
             return 2
+
+
+def _kept(out: Path, *, given: bool) -> str:
+    """What a run that stopped early left in ``out``, and how to go on (``given``: the
+    command named ``--out`` itself)."""
+    from himga.runs import RunDir
+
+    run_dir = RunDir(out)
+    if not run_dir.checkpoint.exists():
+        return "no result was recorded: rerun the command to start again"
+    again = "--resume" if given else f"--out {shlex.quote(str(out))} --resume"
+    return (
+        f"{run_dir.finished()} finished questions are kept in {run_dir.checkpoint}; "
+        f"to go on, rerun the same command with {again}"
+    )
 
 
 def _show_warning(
@@ -249,20 +300,6 @@ def _show_warning(
     line: str | None = None,
 ) -> None:
     print(f"himga eval: {category.__name__}: {message}", file=sys.stderr)
-
-
-def _interrupted(out: Path, *, given: bool) -> str:
-    """The one line ``himga eval`` ends with on Ctrl-C: what was kept, and how to go on."""
-    checkpoint = out / "checkpoint.jsonl"
-    # Every complete line after the header is a finished question, fsync'd.
-    kept = max(0, checkpoint.read_bytes().count(b"\n") - 1) if checkpoint.is_file() else 0
-    if not kept:
-        return "himga eval: interrupted (Ctrl-C) before any question finished: nothing was kept"
-    again = "--resume" if given else f"--out {shlex.quote(str(out))} --resume"
-    return (
-        f"himga eval: interrupted (Ctrl-C): {kept} finished questions are kept in "
-        f"{checkpoint}; to go on, rerun the same command with {again}"
-    )
 
 
 def _evaluate(args: argparse.Namespace, out: Path) -> int:

@@ -39,21 +39,26 @@ def run(args: argparse.Namespace) -> int:
         print(f"himga report: error: {exc}", file=sys.stderr)
         return 2
     out: Path = args.out or args.run / "report.md"
+    if out.is_dir():
+        print(f"himga report: error: --out {out} is a directory: give a file name", file=sys.stderr)
+        return 2
     plot = out.with_suffix(".png")
     try:
-        try:
-            plot_report(loaded, plot)
-            figure = f"![per-category metrics]({plot.name})"
-        except MissingExtraError as exc:
-            figure = f"No plot: {exc}."
-        write_text_atomic(
-            out,
-            render_report(
-                loaded, format_table(loaded.metrics, dataset=loaded.manifest.dataset.name), figure
-            ),
-        )
+        plot_report(loaded, plot)
+        figure = f"![per-category metrics]({plot.name})"
+    except MissingExtraError as exc:
+        figure = f"No plot: {exc}."
     except OSError as exc:
-        print(f"himga report: error: cannot write {exc.filename}: {exc.strerror}", file=sys.stderr)
-        return 2
+        return _cannot_write(plot, exc)
+    table = format_table(loaded.metrics, dataset=loaded.manifest.dataset.name)
+    try:
+        write_text_atomic(out, render_report(loaded, table, figure))
+    except OSError as exc:
+        return _cannot_write(out, exc)
     print(f"wrote {out}" + (f" and {plot}" if plot.exists() else ""))
     return 0
+
+
+def _cannot_write(path: Path, exc: OSError) -> int:
+    print(f"himga report: error: cannot write {path}: {exc.strerror or exc}", file=sys.stderr)
+    return 2

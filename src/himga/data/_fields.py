@@ -9,7 +9,10 @@ from typing import Any
 
 from himga.data._errors import DatasetError
 
-__all__ = ["checked", "kind_of", "read_json"]
+__all__ = ["NESTED_TOO_DEEPLY", "checked", "kind_of", "read_json"]
+
+#: The problem of a JSON document nested deeper than the decoder recurses (RecursionError).
+NESTED_TOO_DEEPLY = "invalid JSON: nested too deeply to read (deeper than Python's recursion limit)"
 
 
 def kind_of(value: Any) -> str:
@@ -48,3 +51,5 @@ def read_json(file: str | PathLike[str], data: bytes) -> Any:
         raise DatasetError(
             file, f"invalid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})"
         ) from None
+    except RecursionError:
+        raise DatasetError(file, NESTED_TOO_DEEPLY) from None

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from himga.data._errors import DatasetError
+from himga.data._fields import NESTED_TOO_DEEPLY
 
 __all__ = ["iter_json_array"]
 
@@ -137,6 +138,8 @@ class _Reader:
                 if truncated:
                     problem = f"file ends inside the element (truncated): {exc.msg}"
                 raise self._error(index, problem) from None
+            except RecursionError:
+                raise self._error(index, NESTED_TOO_DEEPLY) from None
             # A value ending at the buffer's end, or a number followed only by characters
             # that could continue it ("0." + "5"), may be cut off by the chunking.
             cut_number = isinstance(value, (int, float)) and _NUMBER_TAIL.fullmatch(

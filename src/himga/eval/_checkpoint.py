@@ -123,9 +123,12 @@ class Checkpoint:
     def _write_line(self, record: Mapping[str, Any]) -> None:
         if self._file is None:
             raise RuntimeError("Checkpoint.append before Checkpoint.open")
-        self._file.write(json.dumps(record, ensure_ascii=False) + "\n")
-        self._file.flush()
-        os.fsync(self._file.fileno())
+        try:
+            self._file.write(json.dumps(record, ensure_ascii=False) + "\n")
+            self._file.flush()
+            os.fsync(self._file.fileno())
+        except OSError as exc:  # a full disk: say which file could not be written
+            raise OSError(exc.errno, exc.strerror, str(self._path)) from exc
 
     def close(self) -> None:
         """Close the file (idempotent)."""

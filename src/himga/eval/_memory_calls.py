@@ -92,7 +92,8 @@ class MemoryCallFailed(HimgaError):
         self.method = method
         self.error = error
         self.error_type = type(error).__name__
-        self.message = str(error)
+        # Recorded in UTF-8 files: a lone surrogate in the memory's message is escaped.
+        self.message = str(error).encode("utf-8", "backslashreplace").decode("utf-8")
         super().__init__(f"{method} raised {self.error_type}: {self.message}")
 
 
@@ -172,7 +173,9 @@ class GuardedMemory:
             function = getattr(self._memory, method)
             try:
                 return function(*args)
-            except Exception as exc:
+            except KeyboardInterrupt:
+                raise  # Ctrl-C (or as good as): the run stops, keeping what it finished
+            except BaseException as exc:  # sys.exit too: a memory's failure, never the run's
                 raise MemoryCallFailed(method, exc) from exc
         if self._late is not None:
             if method == "reset" or not self._waited:
@@ -194,7 +197,9 @@ class GuardedMemory:
             self._late, self._late_method, self._waited = future, method, False
             late = MemoryCallTimeout(f"did not return within {self._timeout:g} s")
             raise MemoryCallFailed(method, late) from None
-        except Exception as exc:
+        except KeyboardInterrupt:
+            raise
+        except BaseException as exc:
             raise MemoryCallFailed(method, exc) from exc
 
     def _replace_stuck_memory(self) -> None:
@@ -217,6 +222,11 @@ class GuardedMemory:
         context = self.call("retrieve", query)
         if not isinstance(context, str):
             raise MemoryCallFailed("retrieve", TypeError(f"returned {_kind(context)}, not a str"))
+        try:
+            context.encode("utf-8")
+        except UnicodeEncodeError as exc:  # it could be neither recorded nor sent to an LLM
+            problem = f"returned a str that is not Unicode text: {exc.reason} at {exc.start}"
+            raise MemoryCallFailed("retrieve", ValueError(problem)) from None
         return context
 
     def search_turn_ids(self, query: str, k: int) -> list[str | None]:

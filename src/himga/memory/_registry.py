@@ -9,6 +9,7 @@ import json
 import os
 import re
 import sys
+import typing
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib.metadata import Distribution, PackageNotFoundError, distributions, entry_points
@@ -401,5 +402,23 @@ def resolve_memory(spec: str, arguments: Mapping[str, Any] | None = None) -> Res
         name, target = spec, _unique(spec, _registered()[spec]).spec
     else:
         loaded = load_memory(spec)
+    _refuse_booleans_for_numbers(spec, loaded, bound)
     factory = functools.partial(loaded, **bound) if bound else loaded
     return ResolvedMemory(spec=spec, target=target, name=name, factory=factory, arguments=bound)
+
+
+def _refuse_booleans_for_numbers(spec: str, factory: Any, arguments: Mapping[str, Any]) -> None:
+    """:class:`MemoryArgumentError` for ``true`` / ``false`` given to a parameter annotated
+    ``int`` or ``float``: Python would take it for 1 or 0 (``--memory-arg k=true``)."""
+    if isinstance(factory, type):  # the __init__ the class has, its own or inherited
+        factory = next(vars(c)["__init__"] for c in factory.__mro__ if "__init__" in vars(c))
+    try:
+        hints = typing.get_type_hints(factory)
+    except Exception:  # annotations that do not resolve: nothing to check them against
+        return
+    for key, value in arguments.items():
+        if isinstance(value, bool) and hints.get(key) in (int, float):
+            raise MemoryArgumentError(
+                f"memory argument {key}={str(value).lower()}: memory {spec!r} takes a number "
+                f"({hints[key].__name__}) for {key!r}, not a boolean"
+            )

@@ -22,6 +22,7 @@ from himga.runs._evaluate import (
     EvalRequest,
     PreflightFailedError,
     RunOutcome,
+    default_run_directory,
     evaluate_run,
 )
 from himga.runs._files import write_json, write_jsonl, write_text_atomic
@@ -38,6 +39,7 @@ from himga.runs._merge import PER_RUN_FIELDS, MergeError, merge_runs
 from himga.runs._preflight import PREFLIGHT_EXAMPLES, PreflightReport, preflight
 from himga.runs._report import plot_report, render_report
 from himga.runs._rundir import (
+    JUDGE_CACHE,
     LOCK,
     MARKER,
     RUN_FILES,
@@ -50,6 +52,7 @@ from himga.runs._rundir import (
 
 __all__ = [
     "DEFAULT_METRICS",
+    "JUDGE_CACHE",
     "LOCK",
     "MANIFEST_FORMAT",
     "MARKER",
@@ -75,6 +78,7 @@ __all__ = [
     "RunReadError",
     "ShardInfo",
     "compare_runs",
+    "default_run_directory",
     "evaluate_run",
     "format_comparison",
     "format_p_value",

@@ -18,6 +18,7 @@ from himga.eval import (
 )
 from himga.eval._paired import DEFAULT_RESAMPLES, paired_differences
 from himga.integrations import PHASES
+from himga.runs._files import replacing
 from himga.runs._rundir import Run
 
 __all__ = [
@@ -303,5 +304,8 @@ def plot_comparison(comparison: dict[str, Any], file: Path) -> None:
     )
     axes[0, 0].legend(fontsize=8)
     figure.tight_layout()
-    figure.savefig(file, dpi=120)
-    pyplot.close(figure)
+    try:
+        with replacing(file) as temporary:
+            figure.savefig(temporary, dpi=120)
+    finally:
+        pyplot.close(figure)

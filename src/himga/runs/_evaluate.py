@@ -42,11 +42,18 @@ from himga.llm import HasCacheStats, HasMaxRetries, HasUsage, LLMClient
 from himga.llm._client import public_url
 from himga.memory import BaseMemory, EndpointUser, LLMUser, memory_provenance, resolve_memory
 from himga.runs._costs import CALLS_FILE, CallLog, RunMeter, read_calls
+from himga.runs._files import leading_entries
 from himga.runs._manifest import CostsInfo, DatasetInfo, Manifest, MemoryInfo, ShardInfo
 from himga.runs._preflight import PreflightReport, preflight
-from himga.runs._rundir import RunDir, RunDirError, RunReadError
+from himga.runs._rundir import JUDGE_CACHE, RunDir, RunDirError, RunReadError
 
-__all__ = ["EvalRequest", "PreflightFailedError", "RunOutcome", "default_run_dir", "evaluate_run"]
+__all__ = [
+    "EvalRequest",
+    "PreflightFailedError",
+    "RunOutcome",
+    "default_run_directory",
+    "evaluate_run",
+]
 
 
 class PreflightFailedError(HimgaError, ValueError):
@@ -78,6 +85,8 @@ class EvalRequest:
     llm: str | None = None
     model: str | None = None
     llm_cache: Path | None = None
+    llm_timeout: float | None = None
+    llm_retries: int | None = None
     limit: int | None = None
     out: Path | None = None
     resume: bool = False
@@ -158,8 +167,8 @@ def _now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
 
-def default_run_dir(started_at: str | None = None) -> Path:
-    """``runs/<UTC timestamp>``: where a run goes without ``out`` (``started_at``: now)."""
+def default_run_directory(started_at: str | None = None) -> Path:
+    """Where a run without an ``out`` goes: ``runs/<UTC timestamp>`` (``started_at``: now)."""
     return Path("runs") / (started_at or _now()).replace(":", "").replace("-", "")
 
 
@@ -240,9 +249,12 @@ def _evaluate(
     if request.llm is not None:
         from himga.llm import get_client
 
-        direct = get_client(request.llm, model=request.model, cache=request.llm_cache)
+        settings = _llm_settings(request)
+        direct = get_client(request.llm, model=request.model, **settings)
         llm = direct
         llm_upstream = direct.base_url
+        # The proxied clients share the direct one's cache object, timeout and retries.
+        shared = {name: value for name, value in settings.items() if name != "cache"}
         if meter is not None:
             # The answering and judging calls through a proxy of their own; the cache
             # object is shared, so a cached reply costs no call on either path.
@@ -251,6 +263,7 @@ def _evaluate(
                 model=request.model,
                 cache=direct.cache,
                 base_url=meter.answer_upstream(direct.base_url),
+                **shared,
             )
 
         @functools.cache
@@ -262,6 +275,7 @@ def _evaluate(
                 model=request.model,
                 cache=direct.cache,
                 base_url=meter.memory_upstream(direct.base_url),
+                **shared,
             )
 
     def create_memory() -> BaseMemory:
@@ -285,7 +299,7 @@ def _evaluate(
             notify(note)
     if request.shard is not None:
         samples = request.shard.select(samples)
-    out = request.out or default_run_dir(started_at)
+    out = request.out or default_run_directory(started_at)
     agent = BaseAgent(memory=memory, llm=llm)
     judge_identity = None
     benchmark_judge = get_benchmark(request.dataset).judge
@@ -299,7 +313,7 @@ def _evaluate(
             ),
         }
     # The Ray workers open the same cache file, so a re-run is answered from it there too.
-    llm_settings = {} if request.llm_cache is None else {"cache": str(request.llm_cache)}
+    llm_settings = _llm_settings(request)
     spec = AgentSpec(
         memory=request.memory,
         memory_arguments=resolved.arguments,
@@ -345,18 +359,20 @@ def _evaluate(
             raise RunDirError(f"{exc}; rerun with --fresh to start over in {out}") from exc
         judge: JudgeScores | None = None
         if llm is not None and judging:
-            # Verdicts persist beside the checkpoint, so a resumed run re-asks none.
-            cache_file = run_dir.file("judge_cache.json")
-            cache = run_dir.read_json(cache_file.name) if cache_file.exists() else {}
+            # Verdicts persist beside the checkpoint, so a resumed run re-asks none; those
+            # gathered before an interrupt (Ctrl-C) or a failure too.
+            cache = _judge_cache(run_dir, notify)
             with answering("judging"):
-                judge = batch_judge(
-                    results,
-                    llm=llm,
-                    cache=cache,
-                    show_progress=request.show_progress,
-                    max_concurrency=request.concurrency,
-                )
-            run_dir.write_json(cache_file.name, cache)
+                try:
+                    judge = batch_judge(
+                        results,
+                        llm=llm,
+                        cache=cache,
+                        show_progress=request.show_progress,
+                        max_concurrency=request.concurrency,
+                    )
+                finally:
+                    run_dir.write_json(JUDGE_CACHE, cache)
         metrics = compute_metrics(results, judge)
         wall = time.perf_counter() - started
         checksum = run_dir.write_results(_records(results, judge))
@@ -431,6 +447,43 @@ def _category_note(limit: int, categories: Sequence[str], samples: Sequence[Samp
         f"--limit {limit} covers {kept} of the {len(categories)} question categories; "
         f"no question of {', '.join(missing)} (the metrics cover the others only)"
     )
+
+
+def _llm_settings(request: EvalRequest) -> dict[str, Any]:
+    """The :func:`~himga.llm.get_client` settings the request gives (the others: defaults),
+    as plain data: the Ray workers build their clients from them too."""
+    settings: dict[str, Any] = {
+        "cache": None if request.llm_cache is None else str(request.llm_cache),
+        "timeout": request.llm_timeout,
+        "max_retries": request.llm_retries,
+    }
+    return {name: value for name, value in settings.items() if value is not None}
+
+
+def _judge_cache(run_dir: RunDir, notify: Callable[[str], None]) -> dict[str, Any]:
+    """The verdicts of ``judge_cache.json``; of a damaged one (torn by a crash of an older
+    himga, or edited), those before the damage, said through ``notify``."""
+    file = run_dir.file(JUDGE_CACHE)
+    try:
+        cache = run_dir.read_json(JUDGE_CACHE)
+    except RunReadError as exc:
+        if not file.exists():
+            return {}
+        problem = str(exc)
+        cache = None
+    else:
+        problem = f"{file}: expected a JSON object"
+    if isinstance(cache, dict):
+        return cache
+    try:
+        kept = leading_entries(file.read_text("utf-8", errors="replace"))
+    except OSError:
+        kept = {}
+    notify(
+        f"{problem}: kept the {len(kept)} verdicts before the damage; "
+        "the other answers are judged again"
+    )
+    return kept
 
 
 def _ray_executor(request: EvalRequest) -> RayExecutor:

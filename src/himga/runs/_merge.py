@@ -21,7 +21,7 @@ from himga.integrations import CostSummary
 from himga.runs._costs import CALLS_FILE
 from himga.runs._files import write_jsonl, write_text_atomic
 from himga.runs._manifest import MANIFEST_FORMAT, CostsInfo, Manifest
-from himga.runs._rundir import RunDir, RunReadError
+from himga.runs._rundir import JUDGE_CACHE, RunDir, RunReadError
 
 __all__ = ["PER_RUN_FIELDS", "MergeError", "merge_runs"]
 
@@ -152,14 +152,22 @@ def merge_runs(paths: Sequence[Path], out: Path) -> int:
                 )
             held[key], where[key] = record, path
         checkpoint = run_dir.read_records("checkpoint.jsonl")
+        if not checkpoint:
+            raise MergeError(f"{run_dir.checkpoint}: empty (no checkpoint header)")
         if header is None:
             header = checkpoint[0]
         elif checkpoint[0] != header:
             raise CheckpointMismatchError(f"{path}: checkpoint header differs from {first}'s")
-        for line in checkpoint[1:]:
-            lines[(line["sample_id"], line["question_id"])] = line  # a later line supersedes
-        if run_dir.file("judge_cache.json").exists():
-            caches.update(run_dir.read_json("judge_cache.json"))
+        for number, line in enumerate(checkpoint[1:], start=2):
+            sample_id, question_id = line.get("sample_id"), line.get("question_id")
+            if not isinstance(sample_id, str) or not isinstance(question_id, str):
+                raise MergeError(f"{run_dir.checkpoint}:{number}: no sample_id and question_id")
+            lines[(sample_id, question_id)] = line  # a later line supersedes
+        if run_dir.file(JUDGE_CACHE).exists():
+            cache = run_dir.read_json(JUDGE_CACHE)
+            if not isinstance(cache, dict):
+                raise MergeError(f"{run_dir.file(JUDGE_CACHE)}: expected a JSON object")
+            caches.update(cache)
         if run_dir.file(CALLS_FILE).exists():
             calls.append(run_dir.file(CALLS_FILE).read_bytes())
     order = [(c["sample_id"], q) for c in covers for q in c["question_ids"]]
@@ -230,7 +238,7 @@ def _write(
 
         write_jsonl(run_dir.checkpoint, checkpoint)
         if caches:
-            run_dir.write_json("judge_cache.json", caches)
+            run_dir.write_json(JUDGE_CACHE, caches)
         if calls:
             # Without a line a shard's process may have died writing (it counts no call).
             joined = b"".join(part[: part.rfind(b"\n") + 1] for part in calls)

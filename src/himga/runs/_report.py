@@ -7,6 +7,7 @@ from typing import Any
 
 from himga._extras import require
 from himga.runs._compare import METRIC_TITLES
+from himga.runs._files import replacing
 from himga.runs._manifest import CostsInfo
 from himga.runs._rundir import Run
 
@@ -190,5 +191,8 @@ def plot_report(run: Run, file: Path) -> None:
     axis.set_title(f"{run.label} on {run.manifest.dataset.name}", fontsize=10)
     axis.legend(fontsize=8)
     figure.tight_layout()
-    figure.savefig(file, dpi=120)
-    pyplot.close(figure)
+    try:
+        with replacing(file) as temporary:
+            figure.savefig(temporary, dpi=120)
+    finally:
+        pyplot.close(figure)

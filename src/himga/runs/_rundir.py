@@ -28,6 +28,7 @@ from himga.runs._files import write_json, write_jsonl
 from himga.runs._manifest import Manifest, ManifestError
 
 __all__ = [
+    "JUDGE_CACHE",
     "LOCK",
     "MARKER",
     "RUN_FILES",
@@ -42,10 +43,12 @@ __all__ = [
 MARKER = ".himga-run"
 #: Held locked by the process writing the run directory.
 LOCK = ".himga-run.lock"
+#: The judge's verdicts, by request: a resumed run asks again none of them.
+JUDGE_CACHE = "judge_cache.json"
 #: The files of a run (``--fresh`` removes them; the marker and the lock stay).
 RUN_FILES = (
     "checkpoint.jsonl",
-    "judge_cache.json",
+    JUDGE_CACHE,
     "results.jsonl",
     "metrics.json",
     "manifest.json",
@@ -217,6 +220,25 @@ class RunDir:
                 )
         write_json(self.file(MARKER), {"himga_run_directory": 1})
 
+    def finished(self) -> int:
+        """How many questions ``checkpoint.jsonl`` holds finished (no error), the last
+        record of a question counting; 0 without a checkpoint. For telling what an
+        interrupted run kept; a resume checks the file itself."""
+        try:
+            lines = self.checkpoint.read_bytes().split(b"\n")[1:-1]  # no header, no torn end
+        except OSError:
+            return 0
+        done: dict[tuple[Any, Any], bool] = {}
+        for line in lines:
+            try:
+                record = json.loads(line)
+            except (ValueError, RecursionError):
+                continue
+            if isinstance(record, dict):
+                key = (record.get("sample_id"), record.get("question_id"))
+                done[key] = record.get("error") is None and record.get("memory_error") is None
+        return sum(done.values())
+
     def release(self) -> None:
         """Release the lock (idempotent)."""
         if self._lock_file is not None:
@@ -252,6 +274,30 @@ class RunDir:
         if not isinstance(data, dict):
             raise RunReadError(f"{self.file(name)}: expected a JSON object")
         return data
+
+    def read_metrics(self) -> dict[str, Any]:
+        """``metrics.json``; :class:`RunReadError` naming the field when it lacks what
+        reading a run relies on (per-category blocks of numbers, counts, error lists)."""
+        metrics = self._object("metrics.json")
+        by_category = metrics.get("by_category")
+        blocks = {f"by_category.{k}": v for k, v in _items(by_category)}
+        blocks |= {key: metrics.get(key) for key in ("overall", "overall_with_adversarial")}
+        problem = None if isinstance(by_category, dict) else ("by_category", "an object")
+        for name, block in blocks.items():
+            if not isinstance(block, dict) or not all(map(_number, block.values())):
+                problem = problem or (name, "an object of numbers")
+        counts = metrics.get("counts")
+        if not isinstance(counts, dict) or not all(type(v) is int for v in counts.values()):
+            problem = problem or ("counts", "an object of integers")
+        for key in ("errors", "memory_errors"):
+            found = metrics.get(key)
+            if not isinstance(found, list) or not all(isinstance(e, dict) for e in found):
+                problem = problem or (key, "a list of objects")
+        if problem is not None:
+            raise RunReadError(
+                f"{self.file('metrics.json')}: field {problem[0]!r}: expected {problem[1]}"
+            )
+        return metrics
 
     def read_manifest(self) -> Manifest:
         """``manifest.json`` as a :class:`Manifest`; :class:`RunReadError` naming the field."""
@@ -303,7 +349,7 @@ class RunDir:
         """The finished run: manifest, metrics and results, the results checked against the
         manifest's checksum; :class:`RunReadError` saying what is wrong."""
         manifest = self.read_manifest()
-        metrics = self._object("metrics.json")
+        metrics = self.read_metrics()
         self.verify_results(manifest)
         file = self.file("results.jsonl")
         results: list[EvalResult] = []
@@ -316,6 +362,15 @@ class RunDir:
             score = record.get("judge")
             judge.append(float(score) if isinstance(score, (int, float)) else math.nan)
         return Run(self.path, manifest, metrics, results, judge)
+
+
+def _items(value: Any) -> list[tuple[str, Any]]:
+    return list(value.items()) if isinstance(value, dict) else []
+
+
+def _number(value: Any) -> bool:
+    """A metric value as written: a number (not a boolean) or ``None``."""
+    return value is None or (isinstance(value, (int, float)) and not isinstance(value, bool))
 
 
 def _head(path: Path) -> str:

@@ -32,7 +32,7 @@ from typing import Any
 from himga.benchmarks.beam._evidence import flatten_source_ids
 from himga.data._dates import parse_session_date
 from himga.data._errors import DatasetError
-from himga.data._fields import checked, kind_of
+from himga.data._fields import NESTED_TOO_DEEPLY, checked, kind_of
 from himga.data._stream import iter_json_array
 from himga.data.schema import Message, QAPair, Sample, Session
 
@@ -356,6 +356,8 @@ def _read_json(file: Path, conversation: str) -> Any:
             f"invalid JSON ({cut}{exc.msg} at line {exc.lineno}, column {exc.colno})",
             sample=conversation,
         ) from None
+    except RecursionError:
+        raise DatasetError(file, NESTED_TOO_DEEPLY, sample=conversation) from None
 
 
 def _date(anchor: str | None) -> datetime | None:

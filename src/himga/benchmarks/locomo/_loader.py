@@ -114,6 +114,9 @@ def _zip_samples(path: Path) -> Iterator[tuple[str, str, dict[str, Any]]]:
                 yield _from_repository_layout(file, read_json(file, archive.read(name)))
     except (zipfile.BadZipFile, EOFError, zlib.error) as exc:
         raise DatasetError(path, f"corrupt zip archive: {exc}") from None
+    except (RuntimeError, NotImplementedError) as exc:
+        # zipfile's words for an encrypted member and an unsupported compression method.
+        raise DatasetError(path, f"unreadable zip archive: {exc}") from None
 
 
 def _conversation_number(file: str) -> int:

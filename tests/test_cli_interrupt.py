@@ -1,0 +1,296 @@
+"""``himga eval`` stopped anywhere -- Ctrl-C, a full disk -- keeps what it finished and
+resumes to the run it would have made (issue 26).
+
+Ctrl-C is a ``KeyboardInterrupt`` raised in the main thread at the k-th call of a
+himga function (a trace function counts them; k drawn over a whole run). The disk
+fills after a drawn number of bytes: every file a run opens for writing under its
+directory fails with ``ENOSPC`` there, after writing what fitted (a torn write).
+Each time: one line on stderr and no traceback; no file of the run directory
+torn (the checkpoint's last line excepted: it is cut off when resumed); and
+resuming (or rerunning) finishes with exactly the results of an uninterrupted run.
+"""
+
+from __future__ import annotations
+
+import builtins
+import errno
+import gc
+import io
+import json
+import sqlite3
+import sys
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import himga
+from himga._cli import _compare, _datasets, _merge, _report
+from himga.llm import LLMCache
+from himga.runs import JUDGE_CACHE
+from himga.runs._files import json_text, leading_entries
+from tests.cli_support import QUICK, cwd, offline_cli, run_cli
+
+pytestmark = pytest.mark.usefixtures("loopback_only")
+
+RUN = ["eval", *QUICK, "--llm", "anthropic", "--out", "out"]
+HIMGA_SOURCE = str(Path(himga.__file__).parent)
+#: The property tests: each example is two runs (stopped, then finished), so fewer of them.
+TWO_RUNS_EACH = settings(
+    max_examples=max(4, settings().max_examples // 3),
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+#: Fields that differ between two runs of the same questions.
+TIMINGS = ("latency_s", "retrieval_latency_s")
+
+
+def _results(out: Path) -> list[dict[str, Any]]:
+    records = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    return [{k: v for k, v in r.items() if k not in TIMINGS} for r in records]
+
+
+class _Reference:
+    """An uninterrupted run: its results, and how many himga calls its main thread made."""
+
+    def __init__(self, root: Path) -> None:
+        calls = 0
+
+        def count(frame: FrameType, event: str, arg: Any) -> None:
+            nonlocal calls
+            if frame.f_code.co_filename.startswith(HIMGA_SOURCE):
+                calls += 1
+
+        with cwd(root):
+            sys.settrace(count)
+            try:
+                code, stderr = run_cli(RUN)
+            finally:
+                sys.settrace(None)
+        assert code == 0, stderr
+        self.calls = calls
+        self.results = _results(root / "out")
+        self.written = sum(f.stat().st_size for f in (root / "out").iterdir())
+
+
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory: pytest.TempPathFactory) -> Iterator[_Reference]:
+    root = tmp_path_factory.mktemp("interrupt")
+    with offline_cli(root):
+        yield _Reference(root)
+
+
+def _assert_untorn(out: Path) -> None:
+    """Every file of ``out`` whole (the checkpoint's last line may be torn), no temporaries."""
+    for file in out.iterdir() if out.is_dir() else []:
+        assert ".tmp" not in file.name, f"left behind: {file.name}"
+        text = file.read_text("utf-8")
+        if file.suffix == ".json" or file.name == ".himga-run":
+            json.loads(text)
+        elif file.name == "results.jsonl":
+            [json.loads(line) for line in text.splitlines()]
+        elif file.name == "checkpoint.jsonl":
+            [json.loads(line) for line in text.split("\n")[:-1]]
+
+
+def _finish(code: int, stderr: str, reference: _Reference) -> None:
+    """Unless the run finished, go on as its message says (``--resume`` or a rerun); then
+    the reference results."""
+    if code != 0:
+        gc.collect()  # in process, a lock file left in an interrupted frame is closed here
+        again = [*RUN, "--resume"] if "--resume" in stderr else RUN
+        code, again_stderr = run_cli(again)
+        assert code == 0, again_stderr
+    assert _results(Path("out")) == reference.results
+
+
+class _Interrupt:
+    """Ctrl-C at the ``at``-th call of a himga function in the main thread, while active."""
+
+    def __init__(self, at: int) -> None:
+        self.at = at
+        self.calls = 0
+
+    @property
+    def stopped(self) -> bool:
+        return self.calls >= self.at
+
+    def _trace(self, frame: FrameType, event: str, arg: Any) -> None:
+        if frame.f_code.co_filename.startswith(HIMGA_SOURCE):
+            self.calls += 1
+            if self.calls == self.at:
+                sys.settrace(None)
+                raise KeyboardInterrupt
+
+    def __enter__(self) -> None:
+        sys.settrace(self._trace)
+
+    def __exit__(self, *exc: object) -> None:
+        sys.settrace(None)
+
+
+class _Disk:
+    """A disk with ``free`` bytes left under ``root``: a write that does not fit writes
+    what fits, then fails with ``ENOSPC``, as a full disk does."""
+
+    def __init__(self, root: Path, free: int) -> None:
+        self.root = root.resolve()
+        self.free = free
+        self.open = builtins.open
+        self._patch = pytest.MonkeyPatch()
+
+    @property
+    def stopped(self) -> bool:
+        return self.free == 0
+
+    def __enter__(self) -> None:
+        self._patch.setattr(builtins, "open", self.opener)
+        self._patch.setattr(io, "open", self.opener)
+
+    def __exit__(self, *exc: object) -> None:
+        self._patch.undo()
+
+    def opener(self, file: Any, mode: str = "r", *args: Any, **kwargs: Any) -> Any:
+        handle = self.open(file, mode, *args, **kwargs)
+        writing = any(flag in mode for flag in "wax+")
+        if writing and not isinstance(file, int) and self.root in Path(file).resolve().parents:
+            return _Filling(handle, self)
+        return handle
+
+
+class _Filling:
+    def __init__(self, handle: Any, disk: _Disk) -> None:
+        self._handle = handle
+        self._disk = disk
+
+    def write(self, data: Any) -> int:
+        size = len(data.encode("utf-8") if isinstance(data, str) else data)
+        if size > self._disk.free:
+            self._handle.write(data[: self._disk.free])
+            self._handle.flush()
+            self._disk.free = 0
+            raise OSError(errno.ENOSPC, "No space left on device", self._handle.name)
+        self._disk.free -= size
+        written: int = self._handle.write(data)
+        return written
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._handle, name)
+
+    def __enter__(self) -> _Filling:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._handle.close()
+
+
+@pytest.mark.parametrize("stop", ["ctrl-c", "disk full"])
+@TWO_RUNS_EACH
+@given(data=st.data())
+def test_a_run_stopped_anywhere_says_so_in_one_line_tears_nothing_and_resumes_to_its_results(
+    reference: _Reference, stop: str, data: st.DataObject
+) -> None:
+    with tempfile.TemporaryDirectory() as scratch, cwd(Path(scratch)):
+        stopper: _Interrupt | _Disk
+        said: tuple[str, ...]
+        if stop == "ctrl-c":
+            # Call 1 is main() itself: an interrupt there is Python's, before himga runs.
+            stopper = _Interrupt(data.draw(st.integers(2, reference.calls), label="at call"))
+            status, said = 130, ("himga eval: interrupted (Ctrl-C): ", "himga: interrupted")
+        else:
+            stopper = _Disk(Path(scratch), data.draw(st.integers(0, reference.written)))
+            status, said = 2, ("himga eval: error: cannot write ",)
+        with stopper:
+            code, stderr = run_cli(RUN)
+        assert "Traceback" not in stderr, stderr
+        # (Threads make the call count vary a little: the run may end before the interrupt.)
+        if stopper.stopped:
+            assert code == status, stderr
+            lines = stderr.strip().splitlines()
+            assert len(lines) == 1, stderr
+            assert lines[0].startswith(said), stderr
+            if stop == "disk full":  # naming the run's file, not a temporary one
+                assert "No space left on device" in lines[0], stderr
+                assert ".tmp" not in lines[0], stderr
+                assert "cannot write out/" in lines[0], stderr
+        else:
+            assert code == 0, stderr
+        _assert_untorn(Path("out"))
+        _finish(code, stderr, reference)
+
+
+def test_a_torn_judge_cache_is_said_and_its_whole_verdicts_kept_on_resume(
+    reference: _Reference, tmp_path: Path
+) -> None:
+    with cwd(tmp_path):
+        assert run_cli(RUN)[0] == 0
+        cache = Path("out") / JUDGE_CACHE
+        whole = json.loads(cache.read_text("utf-8"))
+        text = cache.read_text("utf-8")
+        cut = text[: text.index(",") + 2]  # the first verdict and half of the second
+        cache.write_text(cut, "utf-8")
+        code, stderr = run_cli([*RUN, "--resume"])
+        assert code == 0, stderr
+        assert f"{cache}: invalid JSON" in stderr
+        assert "kept the 1 verdicts before the damage" in stderr
+        assert _results(Path("out")) == reference.results
+        assert json.loads(cache.read_text("utf-8")) == whole
+
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(), inner, max_size=3),
+    max_leaves=8,
+)
+
+
+@given(st.dictionaries(st.text(), json_values, max_size=6), st.data())
+def test_leading_entries_of_a_cut_object_are_whole_entries_of_it(
+    entries: dict[str, Any], data: st.DataObject
+) -> None:
+    text = json_text(entries)
+    assert leading_entries(text) == entries
+    cut = data.draw(st.integers(0, len(text)), label="cut at")
+    kept = leading_entries(text[:cut])
+    assert kept.items() <= entries.items()
+    assert list(kept) == list(entries)[: len(kept)]
+
+
+def test_a_full_disk_under_the_llm_cache_fails_calls_not_the_run(
+    reference: _Reference, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def full(self: LLMCache, key: str, completion: object) -> None:
+        raise sqlite3.OperationalError("database or disk is full")
+
+    with cwd(tmp_path):
+        with monkeypatch.context() as patch:
+            patch.setattr(LLMCache, "put", full)
+            code, stderr = run_cli([*RUN, "--llm-cache", "llm.sqlite"])
+        assert "Traceback" not in stderr, stderr
+        assert code == 3, stderr
+        assert "database or disk is full" in stderr
+        assert "--resume" in stderr
+        _assert_untorn(Path("out"))
+        _finish(code, stderr, reference)
+
+
+@pytest.mark.parametrize("command", ["report", "compare", "merge", "datasets"])
+def test_ctrl_c_in_any_other_command_is_one_line_and_exit_130(
+    monkeypatch: pytest.MonkeyPatch, command: str
+) -> None:
+    def interrupted(args: object) -> int:
+        raise KeyboardInterrupt
+
+    module = {"report": _report, "compare": _compare, "merge": _merge, "datasets": _datasets}
+    monkeypatch.setattr(module[command], "run", interrupted)
+    argv = {
+        "datasets": ["datasets"],
+        "report": ["report", "r"],
+        "merge": ["merge", "r", "--out", "m"],
+    }
+    code, stderr = run_cli(argv.get(command, [command, "a", "b"]))
+    assert (code, stderr) == (130, "himga: interrupted (Ctrl-C)\n")
