@@ -18,7 +18,7 @@ from himga.eval import (
 )
 from himga.eval._paired import DEFAULT_RESAMPLES, paired_differences
 from himga.integrations import PHASES
-from himga.runs._files import replacing
+from himga.runs._files import save_figure
 from himga.runs._rundir import Run
 
 __all__ = [
@@ -303,9 +303,4 @@ def plot_comparison(comparison: dict[str, Any], file: Path) -> None:
         f"run − {comparison['baseline']['label']} (95% paired bootstrap CI)", fontsize=10
     )
     axes[0, 0].legend(fontsize=8)
-    figure.tight_layout()
-    try:
-        with replacing(file) as temporary:
-            figure.savefig(temporary, dpi=120)
-    finally:
-        pyplot.close(figure)
+    save_figure(pyplot, figure, file)

@@ -14,6 +14,7 @@ __all__ = [
     "json_text",
     "leading_entries",
     "replacing",
+    "save_figure",
     "write_json",
     "write_jsonl",
     "write_text_atomic",
@@ -44,6 +45,17 @@ def write_text_atomic(path: Path, text: str) -> None:
         file.write(text)
         file.flush()
         os.fsync(file.fileno())
+
+
+def save_figure(pyplot: Any, figure: Any, path: Path) -> None:
+    """Lay out ``figure`` (a matplotlib figure of ``pyplot``), write it to ``path`` through
+    :func:`replacing`, and close it, written or not (pyplot keeps every open figure)."""
+    figure.tight_layout()
+    try:
+        with replacing(path) as temporary:
+            figure.savefig(temporary, dpi=120)
+    finally:
+        pyplot.close(figure)
 
 
 def json_text(data: Mapping[str, Any]) -> str:

@@ -7,7 +7,7 @@ from typing import Any
 
 from himga._extras import require
 from himga.runs._compare import METRIC_TITLES
-from himga.runs._files import replacing
+from himga.runs._files import save_figure
 from himga.runs._manifest import CostsInfo
 from himga.runs._rundir import Run
 
@@ -190,9 +190,4 @@ def plot_report(run: Run, file: Path) -> None:
     axis.set_ylim(0, 1)
     axis.set_title(f"{run.label} on {run.manifest.dataset.name}", fontsize=10)
     axis.legend(fontsize=8)
-    figure.tight_layout()
-    try:
-        with replacing(file) as temporary:
-            figure.savefig(temporary, dpi=120)
-    finally:
-        pyplot.close(figure)
+    save_figure(pyplot, figure, file)
