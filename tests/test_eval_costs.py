@@ -151,7 +151,7 @@ def test_merged_shards_sum_their_costs(tmp_path: Path, monkeypatch: pytest.Monke
         ]
         shards = [str(tmp_path / f"s{index}") for index in range(2)]
         for index, shard in enumerate(shards):
-            assert main([*argv, "--shard", f"{index}/2", "--out", shard]) == 0
+            assert main([*argv, "--shard", f"{index + 1}/2", "--out", shard]) == 0
         received = _received(server.requests)
     assert main(["merge", *shards, "--out", str(tmp_path / "merged")]) == 0
     merged = RunDir(tmp_path / "merged").read().manifest.costs
