@@ -212,7 +212,9 @@ class RunDir:
                 f"{path} already holds a run: pass --resume to continue it or --fresh to start over"
             )
         elif not resume:
-            left = [name for name in RUN_FILES if self.file(name).exists()]
+            # Calls counted before the checkpoint began (the pre-flight of a run stopped
+            # then) belong to the run started here: its costs add them, as a resume would.
+            left = [n for n in RUN_FILES if n != "calls.jsonl" and self.file(n).exists()]
             if left:
                 raise RunDirError(
                     f"{path} holds a run's {', '.join(left)} but no checkpoint to resume: "
