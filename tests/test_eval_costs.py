@@ -3,7 +3,10 @@ the loopback fake LLM counts exactly what the server received, per phase, across
 
 from __future__ import annotations
 
+import errno
+import io
 import json
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +23,7 @@ from himga.llm import (
     offline_responder,
 )
 from himga.runs import CostsInfo, Manifest, RunDir, render_report
+from himga.runs._costs import CallLog
 from tests.data_fixtures import read_run, write_json
 from tests.fake_llm_support import point_at
 from tests.integration_support import LOCOMO
@@ -158,7 +162,9 @@ def test_merged_shards_sum_their_costs(tmp_path: Path, monkeypatch: pytest.Monke
     assert merged is not None
     assert _calls(merged.to_dict()) == received
     parts = [RunDir(Path(shard)).read().manifest.costs for shard in shards]
-    assert merged.phases == CostSummary.summed(p.phases for p in parts if p is not None)
+    summed = CostSummary.summed(p.phases for p in parts if p is not None)
+    # as written: the sum of the rounded seconds, rounded again
+    assert merged.phases.to_json() == summed.to_json()
     lines = (tmp_path / "merged" / "calls.jsonl").read_text("utf-8").splitlines()
     calls = [ProxyCall.from_json(json.loads(line)) for line in lines]
     counted = CostSummary.summed(p.phases for p in parts if p is not None)
@@ -205,3 +211,23 @@ def test_a_memory_meter_is_refused_on_an_executor() -> None:
     # the workers' memories and their calls live elsewhere: no window here could count them
     with RecordingProxy("http://127.0.0.1:9") as proxy, pytest.raises(ValueError, match="meter"):
         run_eval([], agent=AgentSpec("keyword"), executor=RayExecutor(), memory_meter=proxy)
+
+
+def test_a_call_the_log_cannot_write_is_raised_on_the_run_thread_not_lost(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    class Full(io.StringIO):
+        def write(self, text: str) -> int:
+            raise OSError(errno.ENOSPC, "No space left on device")
+
+    path = tmp_path / "calls.jsonl"
+    monkeypatch.setattr(Path, "open", lambda self, *args, **kwargs: Full())
+    log = CallLog()
+    log.open(path)
+    call = ProxyCall("ingest", "chat", "/v1/chat/completions", 200, 3, 1, 0.5)
+    worker = threading.Thread(target=log, args=(call,))
+    worker.start()  # as a proxy's thread calls it: it must not raise there
+    worker.join()
+    with pytest.raises(OSError, match="No space left on device") as info:
+        log.check()
+    assert info.value.filename == str(path)  # the CLI's "cannot write <file>" names it

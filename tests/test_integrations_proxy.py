@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
+import http.client
 import json
 import socket
+import struct
+import threading
+import time
 
 import pytest
 
@@ -126,3 +131,69 @@ def test_upstream_must_be_an_http_url() -> None:
         RecordingProxy("127.0.0.1:8000")
     with pytest.raises(RuntimeError, match="not running"):
         _ = RecordingProxy("http://127.0.0.1:1").base_url
+
+
+class _SlowUpstream:
+    """An upstream that sends its reply's head and first chunk, then the rest when told."""
+
+    BODY = b'{"usage": {"prompt_tokens": 4, "completion_tokens": 2}}'
+
+    def __init__(self) -> None:
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.go_on = threading.Event()
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.listener.getsockname()[1]}"
+
+    def _serve(self) -> None:
+        connection, _ = self.listener.accept()
+        with connection:
+            connection.recv(65536)
+            head = b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n"
+            connection.sendall(head + b"transfer-encoding: chunked\r\n\r\n5\r\n" + self.BODY[:5])
+            self.go_on.wait(10)
+            rest = self.BODY[5:]
+            with contextlib.suppress(OSError):  # the client may have left
+                connection.sendall(b"\r\n%x\r\n%s\r\n0\r\n\r\n" % (len(rest), rest))
+
+
+def _recorded(proxy: RecordingProxy) -> list[ProxyCall]:
+    """The proxy's calls once one is recorded: after its reply, on the proxy's thread."""
+    for _ in range(500):
+        if proxy.calls:
+            break
+        time.sleep(0.01)
+    return proxy.calls
+
+
+def test_a_reply_is_passed_on_as_its_bytes_arrive() -> None:
+    upstream = _SlowUpstream()
+    with RecordingProxy(upstream.url) as proxy:
+        client = http.client.HTTPConnection("127.0.0.1", int(proxy.base_url.rsplit(":", 1)[1]))
+        client.request("POST", "/v1/chat/completions", b"{}")
+        response = client.getresponse()  # the head arrived before the reply is complete
+        assert response.read1(5) == upstream.BODY[:5]
+        assert proxy.calls == []  # counted once complete, which it is not yet
+        upstream.go_on.set()
+        assert response.read() == upstream.BODY[5:]
+        client.close()
+        (call,) = _recorded(proxy)
+    assert (call.status, call.input_tokens, call.output_tokens) == (200, 4, 2)
+
+
+def test_a_client_leaving_mid_reply_is_a_failed_call_not_a_traceback(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    upstream = _SlowUpstream()
+    with RecordingProxy(upstream.url) as proxy:
+        client = socket.create_connection(("127.0.0.1", int(proxy.base_url.rsplit(":", 1)[1])))
+        client.sendall(b"POST /v1/chat/completions HTTP/1.1\r\ncontent-length: 0\r\n\r\n")
+        assert client.recv(65536).startswith(b"HTTP/1.1 200 OK")
+        client.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        client.close()  # a reset, as a client at its deadline does
+        upstream.go_on.set()
+        (call,) = _recorded(proxy)
+    assert call.status == 502
+    assert "Traceback" not in capsys.readouterr().err

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import contextlib
 import http.client
+import io
 import json
 import socket
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -27,7 +29,6 @@ PHASES = ("preflight", "ingest", "retrieval", "answering", "judging")
 _NOT_FORWARDED = frozenset(
     {"connection", "keep-alive", "proxy-connection", "transfer-encoding", "te", "upgrade", "host"}
 )
-_NOT_RETURNED = frozenset({*_NOT_FORWARDED, "content-length", "content-encoding"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -257,7 +258,7 @@ class RecordingProxy:
     :attr:`anthropic_base_url`) instead of ``upstream`` (``http://`` or ``https://``,
     e.g. a :class:`~himga.llm.FakeLLMServer` or a provider's API);
     every request is forwarded unchanged, path included, and its response returned
-    unchanged (a streamed response is buffered, then returned whole). Calls are
+    unchanged, passed on as its bytes arrive. Calls are
     attributed to the phase set by :meth:`phase` when they arrive (``"unattributed"``
     outside any): phases are time windows, so calls made concurrently for two
     phases need one proxy each. ``on_call`` is called with each call once it is
@@ -293,9 +294,7 @@ class RecordingProxy:
         return f"RecordingProxy({self.upstream!r}, {where})"
 
     def __enter__(self) -> Self:
-        handler = _handler(self)
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-        self._httpd.daemon_threads = True
+        self._httpd = _Server(("127.0.0.1", 0), _handler(self))
         self._thread = threading.Thread(
             target=self._httpd.serve_forever, name="himga-recording-proxy", daemon=True
         )
@@ -377,6 +376,54 @@ class RecordingProxy:
         return connection_class(parts.hostname or "", parts.port, timeout=self.timeout)
 
 
+class _Relay:
+    """Passes every byte read from an upstream reply on to the client as it arrives.
+
+    :meth:`response` stands in for :class:`http.client.HTTPResponse` on the
+    upstream connection: the response parses the reply (framing, status, body) as
+    usual, from a socket whose reads are also written to the client unchanged.
+    """
+
+    def __init__(self, client: Any) -> None:
+        self._client = client
+        self.passed = 0
+
+    def response(self, sock: socket.socket, *args: Any, **kwargs: Any) -> http.client.HTTPResponse:
+        return http.client.HTTPResponse(_Tee(sock, self), *args, **kwargs)  # type: ignore[arg-type]
+
+    def pass_on(self, data: bytes) -> None:
+        self._client.write(data)
+        self.passed += len(data)
+
+
+class _Tee(io.RawIOBase):
+    """The socket as :class:`http.client.HTTPResponse` reads it, each read passed on."""
+
+    def __init__(self, sock: socket.socket, relay: _Relay) -> None:
+        self._sock = sock
+        self._relay = relay
+
+    def makefile(self, mode: str) -> io.BufferedReader:
+        return io.BufferedReader(self)
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        count = self._sock.recv_into(buffer)
+        self._relay.pass_on(bytes(memoryview(buffer)[:count]))
+        return count
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        # A client that left (its own deadline) is no error of the proxy's.
+        if not isinstance(sys.exc_info()[1], ConnectionError | TimeoutError):
+            super().handle_error(request, client_address)
+
+
 def _handler(proxy: RecordingProxy) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
@@ -397,43 +444,49 @@ def _handler(proxy: RecordingProxy) -> type[BaseHTTPRequestHandler]:
             body = self.rfile.read(length) if length else None
             headers = {k: v for k, v in self.headers.items() if k.lower() not in _NOT_FORWARDED}
             headers["Accept-Encoding"] = "identity"  # usage is read from the body
+            relay = _Relay(self.wfile)
             started = time.perf_counter()
             try:
                 if self.upstream is None:
                     self.upstream = proxy._connection()
+                # The reply is passed on byte for byte as it is read, so a client's own
+                # deadline sees a slow upstream as it is.
+                self.upstream.response_class = relay.response  # type: ignore[assignment]
                 try:
                     self.upstream.request(self.command, self.path, body, headers)
                     response = self.upstream.getresponse()
                 except (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError):
+                    if relay.passed:
+                        raise
                     # a kept-alive upstream connection closed while idle: reconnect once
                     self.upstream.close()
                     self.upstream.request(self.command, self.path, body, headers)
                     response = self.upstream.getresponse()
                 payload = response.read()
-            except OSError as exc:
-                seconds = time.perf_counter() - started
-                proxy._record(
-                    ProxyCall(phase, _api(self.path), self.path, 502, None, None, seconds)
-                )
-                message = json.dumps({"error": {"message": f"upstream unreachable: {exc}"}})
-                self._reply(502, {"Content-Type": "application/json"}, message.encode())
-                return
+                status = response.status
+                content_type = response.getheader("Content-Type", "")
+            except (OSError, http.client.HTTPException) as exc:
+                # Unreachable, cut off mid-reply, or the client left (its deadline): the
+                # call counts, as failed.
+                status, payload, content_type = 502, b"", ""
+                if self.upstream is not None:
+                    self.upstream.close()
+                    self.upstream = None
+                if relay.passed:
+                    self.close_connection = True  # the reply was begun: end it by closing
+                else:
+                    message = json.dumps({"error": {"message": f"upstream unreachable: {exc}"}})
+                    self._reply(502, {"Content-Type": "application/json"}, message.encode())
+            else:
+                if response.will_close:
+                    self.close_connection = True  # as the upstream's reply said it would
             seconds = time.perf_counter() - started
-            content_type = response.getheader("Content-Type", "")
             input_tokens, output_tokens = _tokens(payload, content_type)
             proxy._record(
                 ProxyCall(
-                    phase,
-                    _api(self.path),
-                    self.path,
-                    response.status,
-                    input_tokens,
-                    output_tokens,
-                    seconds,
+                    phase, _api(self.path), self.path, status, input_tokens, output_tokens, seconds
                 )
             )
-            returned = {k: v for k, v in response.getheaders() if k.lower() not in _NOT_RETURNED}
-            self._reply(response.status, returned, payload)
 
         def _reply(self, status: int, headers: Mapping[str, str], payload: bytes) -> None:
             self.send_response(status)

@@ -36,20 +36,23 @@ class CallLog:
     """Appends each call to a JSONL file, one flushed line per call, from any thread.
 
     Calls made before :meth:`open` (the pre-flight, before the run directory is
-    claimed) are held and written first when it is opened.
+    claimed) are held and written first when it is opened. A call that cannot be
+    written (a full disk) is held too, and the error kept for :meth:`check`: it
+    arrives on a proxy's thread, where raising would only lose it.
     """
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._held: list[ProxyCall] = []
         self._file: IO[str] | None = None
+        self._path: Path | None = None
+        self._failure: OSError | None = None
 
     def __call__(self, call: ProxyCall) -> None:
         with self._lock:
-            if self._file is None:
-                self._held.append(call)
-            else:
-                self._write(call)
+            self._held.append(call)
+            if self._file is not None and self._failure is None:
+                self._write_held()
 
     def open(self, path: Path) -> None:
         """Append to ``path`` from now on, the calls held so far first; a last line
@@ -61,9 +64,18 @@ class CallLog:
                     with path.open("r+b") as file:
                         file.truncate(text.rfind(b"\n") + 1)
             self._file = path.open("a", encoding="utf-8")
-            for call in self._held:
-                self._write(call)
-            self._held.clear()
+            self._path = path
+            self._write_held()
+
+    def check(self) -> None:
+        """Raise the ``OSError`` (naming the file) that kept a call from being written.
+
+        Not retried: the failed write may have left part of a line, which only a
+        resume (:meth:`open`) removes.
+        """
+        with self._lock:
+            if self._failure is not None:
+                raise self._failure
 
     def close(self) -> None:
         """Stop writing (later calls are held again)."""
@@ -72,10 +84,15 @@ class CallLog:
                 self._file.close()
                 self._file = None
 
-    def _write(self, call: ProxyCall) -> None:
+    def _write_held(self) -> None:
         assert self._file is not None
-        self._file.write(json.dumps(call.to_json()) + "\n")
-        self._file.flush()
+        try:
+            while self._held:
+                self._file.write(json.dumps(self._held[0].to_json()) + "\n")
+                self._file.flush()
+                self._held.pop(0)
+        except OSError as exc:
+            self._failure = OSError(exc.errno, exc.strerror, str(self._path))
 
 
 def read_calls(path: Path) -> list[ProxyCall]:

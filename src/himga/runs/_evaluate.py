@@ -373,6 +373,8 @@ def _evaluate(
                     )
                 finally:
                     run_dir.write_json(JUDGE_CACHE, cache)
+        # A call the log could not write (full disk) fails the run here, on this thread.
+        log.check()
         metrics = compute_metrics(results, judge)
         wall = time.perf_counter() - started
         checksum = run_dir.write_results(_records(results, judge))
