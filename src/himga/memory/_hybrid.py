@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
 from himga.data.schema import Message, Session
-from himga.memory._ann import ANN_MIN_TURNS, Search
+from himga.memory._ann import ANN_MIN_TURNS, EF_SEARCH, Search
 from himga.memory._bm25 import BM25Memory
 from himga.memory._dense import DenseMemory
 from himga.memory._protocol import Hit
@@ -57,8 +57,8 @@ class HybridMemory:
     ``max(k, 100)`` turns the HNSW graph finds nearest, BM25's ``max(k, 100)``
     best and 1,024 evenly spaced turns (so that the cosines' minimum is near the
     one over every turn) -- with their exact cosines, the min-max scaling and the
-    dense ranks taken over those candidates; below ``ann_min_turns``, the exact
-    fusion above.
+    dense ranks taken over those candidates (``ef_search``: the graph's search
+    breadth); below ``ann_min_turns``, the exact fusion above.
     """
 
     def __init__(
@@ -73,6 +73,7 @@ class HybridMemory:
         b: float = 0.75,
         search: Search = "exact",
         ann_min_turns: int = ANN_MIN_TURNS,
+        ef_search: int = EF_SEARCH,
     ) -> None:
         if k < 1:
             raise ValueError(f"HybridMemory: k must be >= 1, got {k}")
@@ -87,7 +88,9 @@ class HybridMemory:
         self.weight = weight
         self.rrf_k = rrf_k
         self._bm25 = BM25Memory(k, k1=k1, b=b)
-        self._dense = DenseMemory(k, embedder=embedder, search=search, ann_min_turns=ann_min_turns)
+        self._dense = DenseMemory(
+            k, embedder=embedder, search=search, ann_min_turns=ann_min_turns, ef_search=ef_search
+        )
         self._np = self._dense._np
 
     @property
@@ -107,7 +110,7 @@ class HybridMemory:
         dense = self._dense
         if dense.search_mode == "exact":
             return ""
-        return f", search='ann', ann_min_turns={dense.ann_min_turns}"
+        return f", search='ann', ann_min_turns={dense.ann_min_turns}{dense._ef_repr()}"
 
     def ingest(self, message: Message, session: Session, /) -> None:
         """Append the turn to both parts (O(1)); both index at the next query."""
