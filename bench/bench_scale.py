@@ -56,6 +56,7 @@ from pathlib import Path
 from typing import Any
 
 from himga.data import Message, Session, load_dataset
+from himga.memory._ann import EF_SEARCH
 
 ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "docs" / "bench_scale"
@@ -70,12 +71,16 @@ DATASETS = ("locomo", "longmemeval_oracle")
 APPROXIMATE = {"search": "ann", "ann_min_turns": 1}  # the HNSW graph at every size
 
 
-def arguments(memory_name: str, embedder: str) -> tuple[str, dict[str, Any]]:
+def arguments(
+    memory_name: str, embedder: str, ef_search: int = EF_SEARCH
+) -> tuple[str, dict[str, Any]]:
     """The registered memory a bench name stands for, and its arguments."""
     name = memory_name.removesuffix("-ann")
     if name not in ("dense", "hybrid"):
         return name, {}
-    return name, {"embedder": embedder, **(APPROXIMATE if name != memory_name else {})}
+    if name == memory_name:
+        return name, {"embedder": embedder}
+    return name, {"embedder": embedder, **APPROXIMATE, "ef_search": ef_search}
 
 
 def pool(datasets: Sequence[str] = DATASETS) -> tuple[list[Session], list[str]]:
@@ -142,6 +147,7 @@ def measure(
     seed: int,
     embedder: str,
     datasets: Sequence[str] = DATASETS,
+    ef_search: int = EF_SEARCH,
 ) -> dict[str, Any]:
     """One memory at one size, in this process (the worker)."""
     from himga.memory import load_memory
@@ -154,7 +160,7 @@ def measure(
     corpus = [next(turns) for _ in range(size)]
     extra = [next(turns) for _ in range(APPEND)]
     base = rss_mb()
-    name, kwargs = arguments(memory_name, embedder)
+    name, kwargs = arguments(memory_name, embedder, ef_search)
     memory: Any = load_memory(name)(**kwargs)  # searchable
     started = clock()
     for message, session in corpus:
@@ -292,6 +298,9 @@ def main() -> None:
         "--datasets", nargs="+", default=list(DATASETS), help="the corpus and queries' sources"
     )
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--ef-search", type=int, default=EF_SEARCH, help="the -ann memories' HNSW search breadth"
+    )
     parser.add_argument("--out", type=Path, default=OUT)
     parser.add_argument("--name", default="scale", help="the manifest's and plot's file stem")
     parser.add_argument("--worker", nargs=2, metavar=("MEMORY", "TURNS"), help=argparse.SUPPRESS)
@@ -300,7 +309,9 @@ def main() -> None:
         os.environ["HIMGA_DATA_DIR"] = str(args.data_dir.resolve())
     if args.worker:
         name, size = args.worker
-        row = measure(name, int(size), args.queries, args.seed, args.embedder, args.datasets)
+        row = measure(
+            name, int(size), args.queries, args.seed, args.embedder, args.datasets, args.ef_search
+        )
         print(json.dumps(row))
         return
     commit = git_commit()
@@ -312,6 +323,7 @@ def main() -> None:
             command = [sys.executable, "-m", "bench.bench_scale", "--worker", name, str(size)]
             command += ["--queries", str(args.queries), "--seed", str(args.seed)]
             command += ["--embedder", args.embedder, "--datasets", *args.datasets]
+            command += ["--ef-search", str(args.ef_search)]
             completed = subprocess.run(
                 command, capture_output=True, text=True, check=False, cwd=ROOT
             )
@@ -343,6 +355,7 @@ def main() -> None:
             name: version(name) for name in ("himga", "numpy", "scipy", "bm25s", "faiss-cpu")
         },
         "embedder": args.embedder,
+        "ef_search": args.ef_search,
         "datasets": args.datasets,
         "queries": args.queries,
         "seed": args.seed,
