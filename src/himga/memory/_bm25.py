@@ -8,16 +8,15 @@ from types import ModuleType
 from typing import Any
 
 from himga._extras import require
-from himga.data.schema import Message, Session
-from himga.memory._ranking import RankedTurns, top_k
-from himga.memory._text import ENGLISH_STOPWORDS, format_line, words
+from himga.memory._ranking import LazilyIndexedTurns, top_k
+from himga.memory._text import ENGLISH_STOPWORDS, words
 
 __all__ = ["BM25Memory"]
 
 _PURPOSE = "BM25Memory"
 
 
-class BM25Memory(RankedTurns):
+class BM25Memory(LazilyIndexedTurns):
     """Turn-level BM25 retrieval: the ``k`` turns that best match the query.
 
     Every message is one document, ``"<speaker>: <content>"``, analysed into
@@ -56,12 +55,6 @@ class BM25Memory(RankedTurns):
     def __repr__(self) -> str:
         # Parameters only, never content: the run checkpoint and manifest record it.
         return f"BM25Memory(k={self.k}, k1={self.k1}, b={self.b})"
-
-    def ingest(self, message: Message, session: Session, /) -> None:
-        """Append the turn (O(1)); the index is rebuilt at the next query."""
-        self._turn_ids.append(message.turn_id)
-        self._lines.append(format_line(message, session))
-        self._unindexed.append(f"{message.role}: {message.content}")
 
     def reset(self) -> None:
         """Forget every turn and drop the index."""

@@ -7,10 +7,8 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 from himga._extras import require
-from himga.data.schema import Message, Session
 from himga.memory._ann import ANN_MIN_TURNS, EF_SEARCH, ApproximateIndex, Search
-from himga.memory._ranking import RankedTurns, top_k
-from himga.memory._text import format_line
+from himga.memory._ranking import LazilyIndexedTurns, top_k
 
 if TYPE_CHECKING:
     from himga.embed import Embedder
@@ -20,7 +18,7 @@ __all__ = ["DenseMemory"]
 _PURPOSE = "DenseMemory"
 
 
-class DenseMemory(RankedTurns):
+class DenseMemory(LazilyIndexedTurns):
     """Turn-level dense retrieval: the ``k`` turns closest to the query in embedding space.
 
     Every message is one passage, ``"<speaker>: <content>"``, embedded as
@@ -28,11 +26,11 @@ class DenseMemory(RankedTurns):
     cosine similarities, by default (``search="exact"``) of every turn: one float32
     matrix-vector product. With ``search="ann"`` and at least ``ann_min_turns``
     turns, an HNSW graph (faiss, built on one thread, so deterministic; searched
-    ``ef_search`` wide) proposes the ``k`` nearest turns instead: their scores are still the exact cosines, but a turn
-    among the true best ``k`` may be missed (recall loss measured in
-    ``docs/scale_himga.md``); below ``ann_min_turns`` it is the exact search, the
-    very same rankings. ``retrieve`` returns the top ``k`` turns re-ordered
-    chronologically, one ``"[<session date>] <speaker>: <content>"`` line each;
+    ``ef_search`` wide) proposes the ``k`` nearest turns instead: their scores are
+    still the exact cosines, but a turn among the true best ``k`` may be missed
+    (recall loss measured in ``docs/scale_himga.md``); below ``ann_min_turns`` it is
+    the exact search, the very same rankings. ``retrieve`` returns the top ``k`` turns
+    re-ordered chronologically, one ``"[<session date>] <speaker>: <content>"`` line each;
     ``search`` ranks every turn, best first, equal scores earlier turn first. A
     blank query (empty or whitespace) retrieves ``""`` and finds no hit.
 
@@ -89,12 +87,6 @@ class DenseMemory(RankedTurns):
     def _ef_repr(self) -> str:
         # Only when set: runs from before it was a parameter keep their identity.
         return "" if self.ef_search == EF_SEARCH else f", ef_search={self.ef_search}"
-
-    def ingest(self, message: Message, session: Session, /) -> None:
-        """Append the turn (O(1)); it is embedded at the next query."""
-        self._turn_ids.append(message.turn_id)
-        self._lines.append(format_line(message, session))
-        self._unindexed.append(f"{message.role}: {message.content}")
 
     def reset(self) -> None:
         """Forget every turn and drop the index."""

@@ -6,9 +6,11 @@ from collections.abc import Sequence
 from types import ModuleType
 from typing import Any
 
+from himga.data.schema import Message, Session
 from himga.memory._protocol import Hit
+from himga.memory._text import format_line
 
-__all__ = ["RankedTurns", "top_k"]
+__all__ = ["LazilyIndexedTurns", "RankedTurns", "top_k"]
 
 
 class RankedTurns:
@@ -37,6 +39,22 @@ class RankedTurns:
     def _top(self, query: str, k: int) -> Sequence[tuple[int, float]]:
         """``(position, score)`` of the best ``k`` turns, best first, ties earlier first."""
         raise NotImplementedError
+
+
+class LazilyIndexedTurns(RankedTurns):
+    """A ranking memory whose index catches up at the next query: ``ingest`` only appends.
+
+    Subclasses also keep ``_unindexed``, the ``"<speaker>: <content>"`` passages
+    ingested since the last query, and index them in ``_top``.
+    """
+
+    _unindexed: list[str]
+
+    def ingest(self, message: Message, session: Session, /) -> None:
+        """Append the turn (O(1)); it is indexed at the next query."""
+        self._turn_ids.append(message.turn_id)
+        self._lines.append(format_line(message, session))
+        self._unindexed.append(f"{message.role}: {message.content}")
 
 
 def top_k(
