@@ -280,7 +280,8 @@ def test_no_command_line_shows_a_traceback(
 
 def _no_traceback(sandbox: Path, argv: list[str], data: st.DataObject) -> None:
     with tempfile.TemporaryDirectory() as scratch:
-        work = Path(scratch) / "w"
+        # Two levels down, so a drawn "../../x:y" written to stays inside the scratch.
+        work = Path(scratch) / "in" / "w"
         shutil.copytree(sandbox, work)
         source = data.draw(st.sampled_from(["run", "run_llm", "shard_a"]), label="damaged run")
         shutil.copytree(work / source, work / "damaged")
