@@ -88,6 +88,10 @@ def test_compare_refuses_other_question_sets_and_other_datasets(
     refused = himga("compare", str(other), str(runs["bm25"]))
     assert refused.returncode == 2
     assert "ran on different datasets (sha256" in refused.stderr
+    for resamples in ("0", "1000001"):
+        slip = himga("compare", str(runs["keyword"]), str(runs["bm25"]), "--resamples", resamples)
+        assert slip.returncode == 2
+        assert slip.stderr == "himga compare: error: --resamples must be between 1 and 1,000,000\n"
     missing = himga("compare", str(tmp_path / "nowhere"), str(runs["bm25"]))
     assert missing.returncode == 2
     assert "manifest.json: missing" in missing.stderr

@@ -114,7 +114,8 @@ def test_same_seed_same_numbers_and_bad_arguments_are_refused() -> None:
     assert paired_differences(a[:, :3], b[:, :3], resamples=300, seed=7) == paired_differences(
         a[:, :3], b[:, :3], resamples=300, seed=7
     )
-    with pytest.raises(ValueError, match="resamples"):
-        paired_differences(a, b, resamples=0)
+    for resamples in (0, 1_000_001):
+        with pytest.raises(ValueError, match="resamples must be between 1 and 1,000,000"):
+            paired_differences(a, b, resamples=resamples)
     with pytest.raises(ValueError, match="one shape"):
         paired_differences(a[:, :2], b[:, :3])

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from himga._extras import MissingExtraError
-from himga.eval._paired import DEFAULT_RESAMPLES
+from himga.eval._paired import DEFAULT_RESAMPLES, MAX_RESAMPLES
 from himga.runs import (
     DEFAULT_METRICS,
     METRIC_TITLES,
@@ -53,7 +53,10 @@ def register(commands: Any) -> None:
         "--resamples",
         type=int,
         default=DEFAULT_RESAMPLES,
-        help=f"bootstrap resamples and permutations (default {DEFAULT_RESAMPLES:,})",
+        help=(
+            f"bootstrap resamples and permutations (default {DEFAULT_RESAMPLES:,}, "
+            f"at most {MAX_RESAMPLES:,})"
+        ),
     )
     parser.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
     parser.add_argument("--json", action="store_true", help="print JSON instead of markdown")
@@ -70,7 +73,8 @@ def run(args: argparse.Namespace) -> int:
         print("himga compare: error: give at least two runs", file=sys.stderr)
         return 2
     for problem in (
-        args.resamples < 1 and "--resamples must be >= 1",
+        not 1 <= args.resamples <= MAX_RESAMPLES
+        and f"--resamples must be between 1 and {MAX_RESAMPLES:,}",
         args.seed < 0 and "--seed must be >= 0",
         args.plot is not None and args.plot.is_dir() and f"--plot {args.plot} is a directory",
     ):

@@ -15,9 +15,12 @@ from typing import Any
 
 from himga._extras import require
 
-__all__ = ["DEFAULT_RESAMPLES", "PairedDifference", "paired_differences"]
+__all__ = ["DEFAULT_RESAMPLES", "MAX_RESAMPLES", "PairedDifference", "paired_differences"]
 
 DEFAULT_RESAMPLES = 10_000
+#: More resamples change no printed digit, and the bootstrap keeps resamples x metrics
+#: floats: a number beyond it is a slip (an extra zero), refused rather than run for hours.
+MAX_RESAMPLES = 1_000_000
 _CHUNK = 500  # resamples per matrix product: bounded memory (chunk x questions floats)
 
 
@@ -63,8 +66,8 @@ def paired_differences(
     Deterministic for a given ``seed``.
     """
     np = require("numpy", extra="stats", purpose="paired bootstrap and permutation tests")
-    if resamples < 1:
-        raise ValueError(f"resamples must be >= 1, got {resamples}")
+    if not 1 <= resamples <= MAX_RESAMPLES:
+        raise ValueError(f"resamples must be between 1 and {MAX_RESAMPLES:,}, got {resamples}")
     if not 0 < confidence < 1:
         raise ValueError(f"confidence must be in (0, 1), got {confidence}")
     left = np.asarray(a, dtype=float)
