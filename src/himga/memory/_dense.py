@@ -28,8 +28,9 @@ class DenseMemory(RankedTurns):
     cosine similarities, by default (``search="exact"``) of every turn: one float32
     matrix-vector product. With ``search="ann"`` and at least ``ann_min_turns``
     turns, an HNSW graph (faiss, built on one thread, so deterministic; searched
-    ``ef_search`` wide) proposes the ``k`` nearest turns instead: their scores are still the exact cosines, but a turn
-    among the true best ``k`` may be missed (recall loss measured in
+    ``ef_search`` wide) proposes the ``k`` nearest turns instead: their scores are
+    still the exact cosines, but a turn among the true best ``k`` may be missed
+    (recall loss measured in
     ``docs/scale_himga.md``); below ``ann_min_turns`` it is the exact search, the
     very same rankings. ``retrieve`` returns the top ``k`` turns re-ordered
     chronologically, one ``"[<session date>] <speaker>: <content>"`` line each;
