@@ -10,7 +10,10 @@ each proxy's windows never overlap, so every call is counted once, in its phase.
 Every call is appended to the run directory's ``calls.jsonl`` as it completes, so
 a resumed run adds its calls to those of the parts before it -- an interrupted
 part's included, even one killed outright -- and the manifest's ``costs`` is
-their sum.
+their sum. On Ray each worker meters its own agent with a
+:class:`~himga.integrations._meter.RunMeter` of its own, in the same windows,
+and its calls reach the log when it returns their sample (those of an attempt
+lost with its actor never do).
 """
 
 from __future__ import annotations
