@@ -6,6 +6,7 @@ import json
 import urllib.request
 
 from himga.data import Message, Session
+from himga.llm import LLMClient
 from himga.memory import Hit, KeywordMemory
 
 
@@ -53,3 +54,30 @@ class CallingMemory:
 
     def reset(self) -> None:
         self._keywords.reset()
+
+
+class AskingMemory(KeywordMemory):
+    """A :class:`~himga.memory.KeywordMemory` that asks the client it is given (an
+    :class:`~himga.memory.LLMUser`, as MAGMA) once per ingest and retrieve."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._llm: LLMClient | None = None
+
+    def __repr__(self) -> str:
+        return "AskingMemory()"
+
+    def attach_llm(self, llm: LLMClient, /) -> None:
+        self._llm = llm
+
+    def _ask(self, text: str) -> None:
+        assert self._llm is not None, "no client attached"
+        self._llm.chat([{"role": "user", "content": text}])
+
+    def ingest(self, message: Message, session: Session, /) -> None:
+        self._ask(f"extract {message.content}")
+        super().ingest(message, session)
+
+    def retrieve(self, query: str, /) -> str:
+        self._ask(f"recall {query}")
+        return super().retrieve(query)

@@ -8,22 +8,18 @@ import io
 import json
 import threading
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from himga._cli import main
-from himga.eval import AgentSpec, RayExecutor, run_eval
+from himga.data import load_dataset
+from himga.eval import SEARCH_K, AgentSpec, RayExecutor, run_eval
+from himga.eval._ray import _Worker
 from himga.integrations import CostSummary, PhaseCost, ProxyCall, RecordingProxy
-from himga.llm import (
-    ChatMessage,
-    ChatRequest,
-    FakeLLMServer,
-    RecordedRequest,
-    offline_responder,
-)
+from himga.llm import ChatMessage, FakeLLMServer
 from himga.runs import CostsInfo, Manifest, RunDir, render_report
 from himga.runs._costs import CallLog
+from tests import cost_support
 from tests.data_fixtures import read_run, write_json
 from tests.fake_llm_support import point_at
 from tests.integration_support import LOCOMO
@@ -31,42 +27,12 @@ from tests.integration_support import LOCOMO
 pytestmark = pytest.mark.usefixtures("loopback_only")
 
 
-def _phase_of(messages: list[ChatMessage]) -> str:
-    """The phase a request belongs to, read from what it asks."""
-    prompt = messages[-1]["content"]
-    if "Generated answer:" in prompt:
-        return "judging"
-    if prompt.endswith("Short answer:"):
-        return "answering"
-    return "ingest"  # mem0's fact extraction: the only other caller
-
-
-def _respond(request: ChatRequest) -> str:
-    if _phase_of(request) == "ingest":
-        assert request.response_format == "json_object"
-        newest = request[-1]["content"].split()[-6:]
-        return json.dumps({"memory": [{"text": "Fact: " + " ".join(newest)}]})
-    return offline_responder(request)
-
-
-def _received(requests: list[RecordedRequest]) -> dict[str, int]:
-    counted: dict[str, int] = {}
-    for request in requests:
-        phase = _phase_of(request.messages)
-        counted[phase] = counted.get(phase, 0) + 1
-    return counted
-
-
-def _calls(costs: dict[str, Any]) -> dict[str, int]:
-    return {phase["phase"]: phase["calls"] for phase in costs["phases"] if phase["calls"]}
-
-
 def test_mem0_infer_run_counts_what_the_server_received_per_phase_across_a_resume(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     data = write_json(tmp_path / "locomo.json", LOCOMO)
     out = tmp_path / "run"
-    with FakeLLMServer(responder=_respond) as server:
+    with FakeLLMServer(responder=cost_support.respond) as server:
         point_at(server, "openai", monkeypatch)
         argv = [
             "eval",
@@ -76,10 +42,12 @@ def test_mem0_infer_run_counts_what_the_server_received_per_phase_across_a_resum
             *("--llm", "openai", "--no-progress", "--no-preflight"),
         ]
         assert main(argv) == 0
-        first = _received(server.requests)
+        first = cost_support.received(server.requests)
         _, _, manifest = read_run(out)
         assert first == {"ingest": 6, "answering": 4, "judging": 4}
-        assert _calls(manifest["costs"]) == first  # retrieval: mem0 searches without its LLM
+        assert (
+            cost_support.calls_per_phase(manifest["costs"]) == first
+        )  # retrieval: mem0 searches without its LLM
         assert manifest["costs"]["memory_endpoints"] == [server.openai_base_url]
         assert manifest["costs"]["answer_endpoint"] == server.openai_base_url
         assert manifest["llm"]["base_url"] == server.openai_base_url  # not the proxy's
@@ -87,7 +55,7 @@ def test_mem0_infer_run_counts_what_the_server_received_per_phase_across_a_resum
         assert phases["ingest"]["input_tokens"] == sum(
             sum(len(m["content"].split()) for m in r.messages)
             for r in server.requests
-            if _phase_of(r.messages) == "ingest"
+            if cost_support.phase_of(r.messages) == "ingest"
         )
         assert phases["ingest"]["errors"] == phases["ingest"]["unmetered"] == 0
 
@@ -98,12 +66,12 @@ def test_mem0_infer_run_counts_what_the_server_received_per_phase_across_a_resum
         checkpoint.write_text("".join(lines[:2]), "utf-8")
         server.reset_stats()
         assert main([*argv, "--resume"]) == 0
-        second = _received(server.requests)
+        second = cost_support.received(server.requests)
     _, _, resumed = read_run(out)
     assert second["ingest"] == 6
     assert second["answering"] == 3
     both = {phase: first.get(phase, 0) + second.get(phase, 0) for phase in first}
-    assert _calls(resumed["costs"]) == both  # every part counted once
+    assert cost_support.calls_per_phase(resumed["costs"]) == both  # every part counted once
     lines = (out / "calls.jsonl").read_text("utf-8").splitlines()
     assert len(lines) == sum(both.values())
 
@@ -145,7 +113,7 @@ def test_old_manifests_without_costs_still_read(tmp_path: Path) -> None:
 
 def test_merged_shards_sum_their_costs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     data = write_json(tmp_path / "locomo.json", LOCOMO)
-    with FakeLLMServer(responder=_respond) as server:
+    with FakeLLMServer(responder=cost_support.respond) as server:
         point_at(server, "openai", monkeypatch)
         argv = [
             "eval",
@@ -156,11 +124,11 @@ def test_merged_shards_sum_their_costs(tmp_path: Path, monkeypatch: pytest.Monke
         shards = [str(tmp_path / f"s{index}") for index in range(2)]
         for index, shard in enumerate(shards):
             assert main([*argv, "--shard", f"{index + 1}/2", "--out", shard]) == 0
-        received = _received(server.requests)
+        received = cost_support.received(server.requests)
     assert main(["merge", *shards, "--out", str(tmp_path / "merged")]) == 0
     merged = RunDir(tmp_path / "merged").read().manifest.costs
     assert merged is not None
-    assert _calls(merged.to_dict()) == received
+    assert cost_support.calls_per_phase(merged.to_dict()) == received
     parts = [RunDir(Path(shard)).read().manifest.costs for shard in shards]
     summed = CostSummary.summed(p.phases for p in parts if p is not None)
     # as written: the sum of the rounded seconds, rounded again
@@ -186,7 +154,7 @@ def test_every_phase_of_the_memory_is_counted_preflight_included(
         assert main(argv) == 0
         received = server.request_count
     _, _, manifest = read_run(out)
-    calls = _calls(manifest["costs"])
+    calls = cost_support.calls_per_phase(manifest["costs"])
     turns = sum(len(sample["conversation"]["session_1"]) for sample in LOCOMO)
     questions = sum(len(sample["qa"]) for sample in LOCOMO)
     assert calls["ingest"] == turns
@@ -211,6 +179,56 @@ def test_a_memory_meter_is_refused_on_an_executor() -> None:
     # the workers' memories and their calls live elsewhere: no window here could count them
     with RecordingProxy("http://127.0.0.1:9") as proxy, pytest.raises(ValueError, match="meter"):
         run_eval([], agent=AgentSpec("keyword"), executor=RayExecutor(), memory_meter=proxy)
+
+
+def _memory_phase(messages: list[ChatMessage]) -> str:
+    """The phase of a request of the cost memories or of the answering client."""
+    prompt = messages[-1]["content"]
+    if prompt.endswith("Short answer:"):
+        return "answering"
+    return "ingest" if prompt.split()[0] in ("ingest", "extract") else "retrieval"
+
+
+@pytest.mark.parametrize(
+    ("memory", "arguments"),
+    [
+        ("tests.cost_memories:CallingMemory", {"llm_base_url": "{server}"}),  # an EndpointUser
+        ("tests.cost_memories:AskingMemory", {}),  # an LLMUser
+    ],
+)
+def test_a_metered_ray_worker_returns_each_samples_calls_per_phase_as_the_server_got_them(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    memory: str,
+    arguments: dict[str, str],
+) -> None:
+    # The body of a Ray actor, run here: what it returns is what the driver logs.
+    samples = load_dataset("locomo", path=write_json(tmp_path / "locomo.json", LOCOMO))
+    with FakeLLMServer() as server:
+        point_at(server, "openai", monkeypatch)
+        given = {
+            name: value.format(server=server.openai_base_url) for name, value in arguments.items()
+        }
+        spec = AgentSpec(memory=memory, memory_arguments=given, llm="openai", model="m")
+        worker = _Worker(spec, {"search_k": SEARCH_K}, None, None, metered=True)
+        plain = _Worker(spec, {"search_k": SEARCH_K}, None, None)
+        assert plain.identity() == worker.identity()  # the proxies change no identity
+        for sample in samples:
+            server.reset_stats()
+            results, calls = worker.evaluate(sample)
+            counted: dict[str, int] = {}
+            for request in server.requests:
+                phase = _memory_phase(request.messages)
+                counted[phase] = counted.get(phase, 0) + 1
+            turns, questions = 3, len(sample.qa_pairs)
+            retrieval = questions * (2 if "Calling" in memory else 1)  # CallingMemory searches too
+            assert counted == {"ingest": turns, "retrieval": retrieval, "answering": questions}
+            summary = CostSummary.of(ProxyCall.from_json(call) for call in calls)
+            assert {c.phase: c.calls for c in summary.phases} == counted
+            assert all(c.errors == c.unmetered == 0 for c in summary.phases)
+            unmetered, none = plain.evaluate(sample)
+            assert none == []  # a worker not asked to meter collects nothing
+            assert [r["prediction"] for r in unmetered] == [r["prediction"] for r in results]
 
 
 def test_a_call_the_log_cannot_write_is_raised_on_the_run_thread_not_lost(

@@ -25,8 +25,11 @@ from himga._extras import MissingExtraError
 from himga.data import Sample, load_dataset
 from himga.eval import AgentSpec, RayExecutor, WorkerStartError, compute_metrics, run_eval
 from himga.eval._ray import _ray
-from himga.llm import ChatMessage, FakeLLMServer
+from himga.llm import ChatMessage, FakeLLMServer, RecordedRequest
 from himga.runs import PER_RUN_FIELDS
+from tests import cost_support
+from tests.data_fixtures import read_run, write_json
+from tests.integration_support import LOCOMO
 
 TIMINGS = ("retrieval_latency_s", "latency_s")
 LOOPBACK = {"127.0.0.1", "::1", "::ffff:127.0.0.1"}
@@ -39,15 +42,22 @@ def _responder(messages: list[ChatMessage]) -> str:
 
 
 @pytest.fixture(scope="module")
-def cluster() -> Iterator[Any]:
-    with pytest.MonkeyPatch.context() as patch, FakeLLMServer(responder=_responder) as server:
+def ray_llm() -> Iterator[FakeLLMServer]:
+    """The fake LLM every Ray worker calls by default (``$OPENAI_BASE_URL``)."""
+    with FakeLLMServer(responder=_responder) as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def cluster(ray_llm: FakeLLMServer) -> Iterator[Any]:
+    with pytest.MonkeyPatch.context() as patch:
         # Read when ray is imported and inherited by every Ray process: keep node
         # addresses on loopback (Ray's own single-machine mode), and do not ship
         # this checkout to the workers as a `uv run` environment.
         patch.setenv("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
         patch.setenv("RAY_ENABLE_UV_RUN_RUNTIME_ENV", "0")
         # Workers read the provider settings and the key from their own environment.
-        patch.setenv("OPENAI_BASE_URL", server.openai_base_url)
+        patch.setenv("OPENAI_BASE_URL", ray_llm.openai_base_url)
         patch.setenv("OPENAI_API_KEY", "test-key")
         import ray
         from ray.cluster_utils import Cluster
@@ -276,6 +286,49 @@ def test_with_an_llm_cache_a_rerun_on_ray_sends_no_request(
     assert first == len(cold) > 0  # one answer per question, none judged
     assert second == 0  # every worker answered from the shared cache file
     assert [r.prediction for r in warm] == [r.prediction for r in cold]
+
+
+def test_himga_eval_ray_counts_per_phase_what_the_server_received_as_a_local_run_does(
+    cluster: Any, ray_llm: FakeLLMServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # mem0 with infer=true calls its own endpoint on every ingest: in the workers under --ray
+    monkeypatch.setattr(ray_llm, "responder", cost_support.respond)
+    data = write_json(tmp_path / "locomo.json", LOCOMO)
+    argv = [
+        "eval",
+        *("--dataset", "locomo", "--data-path", str(data), "--no-progress", "--no-preflight"),
+        *("--memory", "mem0", "--memory-arg", "infer=true", "--memory-arg", "embedder=hash"),
+        *("--memory-arg", f"llm_base_url={ray_llm.openai_base_url}", "--llm", "openai"),
+    ]
+    runs = {"local": [], "ray": ["--ray", cluster.address, "--workers", "2"]}
+    manifests: dict[str, dict[str, Any]] = {}
+    requests: dict[str, list[RecordedRequest]] = {}
+    for name, where in runs.items():
+        ray_llm.reset_stats()
+        assert main([*argv, *where, "--out", str(tmp_path / name)]) == 0
+        requests[name] = ray_llm.requests
+        _, _, manifests[name] = read_run(tmp_path / name)
+    received = cost_support.received(requests["ray"])
+    assert received == cost_support.received(requests["local"])
+    assert received == {"ingest": 6, "answering": 4, "judging": 4}
+    costs = manifests["ray"]["costs"]
+    assert costs is not None
+    assert cost_support.calls_per_phase(costs) == received
+    for phase in costs["phases"]:  # the fake server's tokens are the prompt's words
+        assert phase["input_tokens"] == sum(
+            sum(len(message["content"].split()) for message in request.messages)
+            for request in requests["ray"]
+            if cost_support.phase_of(request.messages) == phase["phase"]
+        )
+        assert phase["errors"] == phase["unmetered"] == 0
+    local = manifests["local"]["costs"]
+    assert [{**p, "seconds": 0} for p in costs["phases"]] == [
+        {**p, "seconds": 0} for p in local["phases"]
+    ]
+    assert costs["memory_endpoints"] == local["memory_endpoints"] == [ray_llm.openai_base_url]
+    assert costs["answer_endpoint"] == local["answer_endpoint"] == ray_llm.openai_base_url
+    lines = (tmp_path / "ray" / "calls.jsonl").read_text("utf-8").splitlines()
+    assert len(lines) == sum(received.values())
 
 
 def test_without_ray_installed_the_error_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:

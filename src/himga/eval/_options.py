@@ -59,7 +59,8 @@ class EvalOptions:
     * ``memory_meter``: a :class:`PhaseMeter` the loop windows the memory's calls
       in -- ``"ingest"`` around each sample's reset and ingest, ``"retrieval"``
       around each question's retrieve and search; not with an ``executor``
-      (its workers' calls happen elsewhere: refused);
+      (its workers' calls happen elsewhere: refused; a
+      :class:`~himga.eval.RayExecutor` meters its workers' own, ``on_call``);
     * ``show_progress``: a progress bar on stderr.
     """
 

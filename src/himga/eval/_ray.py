@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import threading
 from collections import deque
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -17,6 +19,8 @@ from himga.eval._local import evaluate_here
 from himga.eval._options import EvalOptions
 from himga.eval._result import EvalResult
 from himga.eval._spec import AgentSpec
+from himga.integrations import ProxyCall
+from himga.integrations._meter import RunMeter
 
 __all__ = ["RayExecutor", "WorkerStartError"]
 
@@ -32,7 +36,12 @@ class WorkerStartError(HimgaError, RuntimeError):
 
 
 class _Worker:
-    """The body of one actor: the agent, built once from the spec, evaluates samples."""
+    """The body of one actor: the agent, built once from the spec, evaluates samples.
+
+    ``metered``: every model call of the agent goes through a meter of this actor's
+    own (:meth:`~himga.eval.AgentSpec.assemble`), in the phase windows of the local
+    loop, and is returned with the results of the sample it was made for.
+    """
 
     def __init__(
         self,
@@ -40,27 +49,50 @@ class _Worker:
         context: Mapping[str, Any],
         max_concurrency: int | None,
         memory_timeout: float | None,
+        metered: bool = False,
     ) -> None:
-        self._agent = spec.build()
+        self._lock = threading.Lock()
+        self._calls: list[ProxyCall] = []
+        # Closed with the actor's process: its proxies serve on daemon threads.
+        self._meter = RunMeter(self._collect) if metered else None
+        self._agent, create_memory = spec.assemble(self._meter)
         identity = spec.run_identity(self._agent, **context)
         self._options = EvalOptions(
             show_progress=False,
             max_concurrency=max_concurrency,
             memory_timeout=memory_timeout,
-            memory_factory=spec.resolve_memory().create,
+            memory_factory=create_memory,
             identity=identity,
             search_k=identity.search_k,
+            memory_meter=self._meter,
         )
+
+    def _collect(self, call: ProxyCall) -> None:
+        with self._lock:
+            self._calls.append(call)
 
     def identity(self) -> dict[str, Any]:
         """The run identity of the agent this actor built."""
         assert self._options.identity is not None
         return self._options.identity.to_dict()
 
-    def evaluate(self, sample: Sample) -> list[dict[str, Any]]:
-        """Every pending question of one sample, evaluated as the local executor does."""
-        results = asyncio.run(evaluate_here([sample], self._agent, self._options))
-        return [result.to_dict() for result in results]
+    def evaluate(self, sample: Sample) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+        """Every pending question of one sample, evaluated as the local executor does, and
+        the model calls metered since the last sample returned (none unless ``metered``).
+
+        Ray runs an actor's tasks one at a time, so those are this sample's -- and
+        any of a memory call that timed out before and still runs.
+        """
+        answering = (
+            contextlib.nullcontext()
+            if self._meter is None
+            else self._meter.answer_phase("answering")
+        )
+        with answering:
+            results = asyncio.run(evaluate_here([sample], self._agent, self._options))
+        with self._lock:
+            calls, self._calls = self._calls, []
+        return [result.to_dict() for result in results], [call.to_json() for call in calls]
 
 
 def _ray() -> Any:
@@ -95,6 +127,17 @@ class RayExecutor:
     together (each gets ``llm_concurrency_total // num_workers``); without it
     each worker uses its client's ``max_concurrency``, so the cluster makes up
     to ``num_workers`` times as many calls at once.
+
+    With ``on_call`` each worker meters every model call of its agent as
+    ``himga eval`` meters a local run (:meth:`~himga.eval.AgentSpec.assemble`:
+    the memory's own endpoint and client, and the answering client, through
+    loopback recording proxies of the worker's own; the windows ``ingest``,
+    ``retrieval`` and ``answering`` of the local loop), holds the calls in memory
+    and returns them with each sample's results; the driver passes each to
+    ``on_call`` (``himga eval`` appends them to ``calls.jsonl``) before it records
+    the results. A call counts only once its worker returns: the calls of an
+    attempt lost with its actor (a sample retried after the actor died, or
+    failed for good) are not counted, although they were made and paid for.
     """
 
     address: str | None = "auto"
@@ -103,6 +146,7 @@ class RayExecutor:
     llm_concurrency_total: int | None = None
     max_restarts: int = 3
     max_task_retries: int = 3
+    on_call: Callable[[ProxyCall], None] | None = None
 
     def __post_init__(self) -> None:
         if self.num_workers < 1:
@@ -169,7 +213,9 @@ class RayExecutor:
             per_worker = self.llm_concurrency_total // self.num_workers
         actor_class = ray.remote(_Worker).options(**self._actor_options())
         actors = [
-            actor_class.remote(spec, context, per_worker, options.memory_timeout)
+            actor_class.remote(
+                spec, context, per_worker, options.memory_timeout, self.on_call is not None
+            )
             for _ in range(self.num_workers)
         ]
         try:
@@ -248,7 +294,8 @@ class RayExecutor:
                 number, sample, pending = in_flight.pop(ref)
                 load[number] -= 1
                 try:
-                    returned = [EvalResult.from_dict(data) for data in ray.get(ref)]
+                    data, calls = ray.get(ref)
+                    returned = [EvalResult.from_dict(result) for result in data]
                 except ray.exceptions.RayActorError as exc:
                     if number in live and isinstance(exc, ray.exceptions.ActorDiedError):
                         live.remove(number)
@@ -257,6 +304,11 @@ class RayExecutor:
                 except ray.exceptions.RayError as exc:
                     ledger.fail(sample, pending, _after_retries(self, exc))
                     continue
+                if self.on_call is not None:
+                    # Before the results, as locally a call is logged when made: a driver
+                    # stopped in between reruns the sample, counting its calls again.
+                    for call in calls:
+                        self.on_call(ProxyCall.from_json(call))
                 asked = {qa.question_id for qa in pending}
                 for result in returned:
                     if result.sample_id == sample.sample_id and result.question_id in asked:

@@ -35,7 +35,8 @@ async def arun_eval(
             if chosen.memory_meter is not None:
                 raise ValueError(
                     "memory_meter cannot window the memory's calls on an executor's workers "
-                    "(they run elsewhere, each with its own memory): meter a local run"
+                    "(they run elsewhere, each with its own memory): meter a local run, or "
+                    "give a RayExecutor an on_call (each worker meters its own)"
                 )
             if chosen.max_concurrency is not None or chosen.memory_factory is not None:
                 raise ValueError(

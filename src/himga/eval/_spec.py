@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from himga._errors import HimgaError
 from himga.agent._agent import BaseAgent
@@ -14,6 +15,10 @@ from himga.eval._identity import SEARCH_K, RunIdentity, run_identity
 from himga.llm._protocol import LLMClient
 from himga.memory._protocol import BaseMemory, LLMUser
 from himga.memory._registry import ResolvedMemory, memory_provenance, resolve_memory
+
+if TYPE_CHECKING:
+    from himga.integrations._meter import RunMeter
+    from himga.llm import SDKClient
 
 __all__ = ["LLM_SETTINGS", "AgentSpec", "AgentSpecError"]
 
@@ -125,21 +130,59 @@ class AgentSpec:
 
     def build_llm(self) -> LLMClient | None:
         """The answering client, ``None`` without ``llm``; the key comes from the environment."""
-        if self.llm is None:
-            return None
+        return None if self.llm is None else self._client()
+
+    def _client(self, **overrides: Any) -> SDKClient:
+        """The client of these settings, ``overrides`` (``get_client`` arguments) applied."""
         from himga.llm import get_client
 
-        client: LLMClient = get_client(self.llm, model=self.model, **self.llm_settings)
-        return client
+        assert self.llm is not None
+        return get_client(self.llm, model=self.model, **{**self.llm_settings, **overrides})
 
-    def build(self) -> BaseAgent:
-        """A new agent: the memory from its factory and arguments, the LLM client, the budget."""
-        memory: BaseMemory = self.resolve_memory().create()
-        llm = self.build_llm()
-        # A memory that builds with an LLM (MAGMA) uses the agent's client, as in himga eval.
-        if llm is not None and isinstance(memory, LLMUser):
-            memory.attach_llm(llm)
-        return BaseAgent(memory=memory, llm=llm, max_tokens=self.max_tokens)
+    def build(self, meter: RunMeter | None = None) -> BaseAgent:
+        """A new agent: the memory from its factory and arguments, the LLM client, the budget
+        (``meter``: see :meth:`assemble`)."""
+        agent, _ = self.assemble(meter)
+        return agent
+
+    def assemble(self, meter: RunMeter | None = None) -> tuple[BaseAgent, Callable[[], BaseMemory]]:
+        """A new agent (:meth:`build`), and the factory of a fresh memory like its own --
+        what replaces one stuck in a timed-out call.
+
+        A memory that builds with an LLM (MAGMA, an :class:`~himga.memory.LLMUser`)
+        is given a client of the agent's provider, model and settings. With
+        ``meter`` every model call the agent makes goes through its loopback
+        proxies, as ``himga eval`` meters a run: the memory's own endpoint (an
+        :class:`~himga.memory.EndpointUser`) routed through a memory proxy, the
+        memory's client calling through one too, and the answering client through
+        the answer proxy; the clients share one cache object, so a cached reply costs
+        no call on either path. Without it the memory shares the answering client.
+        """
+        resolved = self.resolve_memory()
+        direct = None if self.llm is None else self._client()
+        answering = direct
+        if meter is not None and direct is not None:
+            upstream = meter.answer_upstream(direct.base_url)
+            answering = self._client(base_url=upstream, cache=direct.cache)
+
+        @functools.cache
+        def memory_llm(direct: SDKClient) -> SDKClient:
+            # Made on first use, so a memory without an LLM starts no memory proxy for it.
+            if meter is None:
+                return direct
+            upstream = meter.memory_upstream(direct.base_url)
+            return self._client(base_url=upstream, cache=direct.cache)
+
+        def create_memory() -> BaseMemory:
+            memory: BaseMemory = resolved.create()
+            if meter is not None:
+                meter.route(memory)
+            if direct is not None and isinstance(memory, LLMUser):
+                memory.attach_llm(memory_llm(direct))
+            return memory
+
+        agent = BaseAgent(memory=create_memory(), llm=answering, max_tokens=self.max_tokens)
+        return agent, create_memory
 
     def run_identity(
         self,

@@ -10,21 +10,21 @@ each proxy's windows never overlap, so every call is counted once, in its phase.
 Every call is appended to the run directory's ``calls.jsonl`` as it completes, so
 a resumed run adds its calls to those of the parts before it -- an interrupted
 part's included, even one killed outright -- and the manifest's ``costs`` is
-their sum.
+their sum. On Ray each worker meters its own agent with a
+:class:`~himga.integrations._meter.RunMeter` of its own, in the same windows,
+and its calls reach the log when it returns their sample (those of an attempt
+lost with its actor never do).
 """
 
 from __future__ import annotations
 
-import contextlib
 import json
 import threading
-from collections.abc import Iterator
-from contextlib import ExitStack
 from pathlib import Path
 from typing import IO
 
-from himga.integrations import ProxyCall, RecordingProxy
-from himga.llm._client import public_url
+from himga.integrations import ProxyCall
+from himga.integrations._meter import RunMeter
 
 __all__ = ["CALLS_FILE", "CallLog", "RunMeter", "read_calls"]
 
@@ -114,97 +114,3 @@ def read_calls(path: Path) -> list[ProxyCall]:
         except (ValueError, AttributeError) as exc:
             raise ValueError(f"{path}:{number}: {exc}") from None
     return calls
-
-
-class RunMeter:
-    """The recording proxies of one ``himga eval`` invocation, closed with it.
-
-    :meth:`route` sends a memory's own endpoint through a proxy (one per upstream,
-    started on first use); :meth:`memory_upstream` and :meth:`answer_upstream` give
-    the URL a client should call instead of an upstream, for the memory's client
-    and the answering and judging one. :meth:`phase` is the memory's window (a
-    :class:`~himga.eval.PhaseMeter`), :meth:`answer_phase` the answering client's.
-    """
-
-    def __init__(self, log: CallLog) -> None:
-        self._log = log
-        self._lock = threading.RLock()
-        self._stack = ExitStack()
-        self._memory: dict[str, RecordingProxy] = {}
-        self._answer: RecordingProxy | None = None
-        self._answer_upstream: str | None = None
-        # The memory's open window, which a proxy started inside it joins.
-        self._window: tuple[str, ExitStack] | None = None
-
-    def __enter__(self) -> RunMeter:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stack.close()
-
-    def _memory_proxy(self, upstream: str) -> RecordingProxy:
-        with self._lock:
-            proxy = self._memory.get(upstream)
-            if proxy is None:
-                proxy = self._stack.enter_context(RecordingProxy(upstream, on_call=self._log))
-                self._memory[upstream] = proxy
-                if self._window is not None:
-                    name, window = self._window
-                    window.enter_context(proxy.phase(name))
-            return proxy
-
-    def memory_upstream(self, upstream: str) -> str:
-        """The URL the memory's client calls instead of ``upstream``."""
-        return self._memory_proxy(upstream).url
-
-    def route(self, memory: object) -> None:
-        """Route ``memory``'s endpoint through a proxy if it is an
-        :class:`~himga.memory.EndpointUser` with one; otherwise leave it as it is."""
-        from himga.memory import EndpointUser
-
-        if isinstance(memory, EndpointUser):
-            upstream = memory.llm_endpoint
-            if upstream is not None:
-                memory.route_llm(self.memory_upstream(upstream))
-
-    def answer_upstream(self, upstream: str) -> str:
-        """The URL the answering and judging client calls instead of ``upstream``."""
-        with self._lock:
-            if self._answer is None:
-                self._answer = self._stack.enter_context(
-                    RecordingProxy(upstream, on_call=self._log)
-                )
-                self._answer_upstream = upstream
-            return self._answer.url
-
-    @contextlib.contextmanager
-    def phase(self, name: str, /) -> Iterator[None]:
-        """The memory's calls inside the ``with`` block count for ``name``."""
-        with ExitStack() as window:
-            with self._lock:
-                for proxy in self._memory.values():
-                    window.enter_context(proxy.phase(name))
-                self._window = (name, window)
-            try:
-                yield
-            finally:
-                with self._lock:
-                    self._window = None
-
-    @contextlib.contextmanager
-    def answer_phase(self, name: str, /) -> Iterator[None]:
-        """The answering and judging client's calls inside the block count for ``name``."""
-        with self._answer.phase(name) if self._answer is not None else contextlib.nullcontext():
-            yield
-
-    @property
-    def memory_endpoints(self) -> tuple[str, ...]:
-        """The public URLs of the memory's upstreams metered so far, in order of first use."""
-        with self._lock:
-            return tuple(public_url(upstream) for upstream in self._memory)
-
-    @property
-    def answer_endpoint(self) -> str | None:
-        """The public URL of the answering client's upstream; ``None`` without one."""
-        upstream = self._answer_upstream
-        return None if upstream is None else public_url(upstream)

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
-import functools
 import hashlib
 import platform
 import time
@@ -16,7 +14,7 @@ from typing import Any
 
 import himga
 from himga._errors import HimgaError
-from himga.agent import BaseAgent, prompt_hashes
+from himga.agent import prompt_hashes
 from himga.data.schema import Sample
 from himga.eval import (
     SEARCH_K,
@@ -37,10 +35,10 @@ from himga.eval._checkpoint import Checkpoint
 from himga.eval._identity import memory_config, temperature_of
 from himga.eval._memory_calls import DEFAULT_MEMORY_TIMEOUT
 from himga.eval._shard import coverage
-from himga.integrations import CostSummary
+from himga.integrations import CostSummary, ProxyCall
 from himga.llm import HasCacheStats, HasMaxRetries, HasUsage, LLMClient
 from himga.llm._client import public_url
-from himga.memory import BaseMemory, EndpointUser, LLMUser, memory_provenance, resolve_memory
+from himga.memory import BaseMemory, memory_provenance, resolve_memory
 from himga.runs._costs import CALLS_FILE, CallLog, RunMeter, read_calls
 from himga.runs._files import leading_entries
 from himga.runs._manifest import CostsInfo, DatasetInfo, Manifest, MemoryInfo, ShardInfo
@@ -203,20 +201,23 @@ def evaluate_run(request: EvalRequest, *, notify: Callable[[str], None] = _silen
     through a loopback :class:`~himga.integrations.RecordingProxy`, an
     :class:`~himga.memory.LLMUser` given a client that calls through one) and the
     answering and judging client's, appended to ``calls.jsonl`` and summed in the
-    manifest's ``costs``. On Ray workers they cannot be (the proxies and the
-    phase windows live in this process): ``costs`` is then ``None`` unless
-    nothing would have been counted -- no LLM and a memory with no endpoint.
+    manifest's ``costs``. On Ray the pre-flight and the judging are metered
+    here, and each worker meters its own agent's calls with proxies and windows
+    of its own and returns them with each sample's results
+    (:class:`~himga.eval.RayExecutor` ``on_call``), appended here; the calls of
+    an attempt lost with its actor (a sample retried after the actor died) are not
+    counted.
     """
     log = CallLog()
     with RunMeter(log) as meter:
         try:
-            return _evaluate(request, notify, None if request.ray is not None else meter, log)
+            return _evaluate(request, notify, meter, log)
         finally:
             log.close()
 
 
 def _evaluate(
-    request: EvalRequest, notify: Callable[[str], None], meter: RunMeter | None, log: CallLog
+    request: EvalRequest, notify: Callable[[str], None], meter: RunMeter, log: CallLog
 ) -> RunOutcome:
     from himga.benchmarks import get_benchmark
     from himga.data import load_dataset, resolve_dataset
@@ -227,67 +228,37 @@ def _evaluate(
     # Cheap failures (memory spec, pre-flight, API key) before the dataset is read or fetched.
     resolved = resolve_memory(request.memory, request.memory_arguments)
 
-    def routed(memory: BaseMemory) -> BaseMemory:
-        if meter is not None:
-            meter.route(memory)
+    def routed() -> BaseMemory:
+        memory = resolved.factory()
+        meter.route(memory)
         return memory
 
     report = None
     if request.preflight:
-        metered = dataclasses.replace(resolved, factory=lambda: routed(resolved.factory()))
-        with meter.phase("preflight") if meter is not None else contextlib.nullcontext():
+        with meter.phase("preflight"):
             report = preflight(
-                resolved if meter is None else metered, timeout=request.memory_timeout
+                dataclasses.replace(resolved, factory=routed), timeout=request.memory_timeout
             )
         if report.failed is not None:
             raise PreflightFailedError(report)
         if report.limited:
             checked = ", ".join(report.checked) or "nothing"
             notify(f"pre-flight: only {checked} checked ({report.limited})")
-    llm: LLMClient | None = None
-    llm_upstream: str | None = None
-    if request.llm is not None:
-        from himga.llm import get_client
-
-        settings = _llm_settings(request)
-        direct = get_client(request.llm, model=request.model, **settings)
-        llm = direct
-        llm_upstream = direct.base_url
-        # The proxied clients share the direct one's cache object, timeout and retries.
-        shared = {name: value for name, value in settings.items() if name != "cache"}
-        if meter is not None:
-            # The answering and judging calls through a proxy of their own; the cache
-            # object is shared, so a cached reply costs no call on either path.
-            llm = get_client(
-                request.llm,
-                model=request.model,
-                cache=direct.cache,
-                base_url=meter.answer_upstream(direct.base_url),
-                **shared,
-            )
-
-        @functools.cache
-        def memory_llm() -> LLMClient:
-            if meter is None:
-                return direct
-            return get_client(
-                request.llm,
-                model=request.model,
-                cache=direct.cache,
-                base_url=meter.memory_upstream(direct.base_url),
-                **shared,
-            )
-
-    def create_memory() -> BaseMemory:
-        memory = routed(resolved.create())
-        # A memory that builds with an LLM (MAGMA) uses the run's provider, model and
-        # cache, through the memory's proxy so its calls count as ingest / retrieval;
-        # so does the fresh instance that replaces one stuck in a timed-out call.
-        if llm is not None and isinstance(memory, LLMUser):
-            memory.attach_llm(memory_llm())
-        return memory
-
-    memory = create_memory()
+    # The Ray workers open the same cache file, so a re-run is answered from it there too.
+    spec = AgentSpec(
+        memory=request.memory,
+        memory_arguments=resolved.arguments,
+        llm=request.llm,
+        model=request.model,
+        llm_settings=_llm_settings(request),
+    )
+    # The agent built as each Ray worker builds its own: every model call through the
+    # meter's proxies (the answering and judging client's, the memory's), and a memory
+    # that builds with an LLM (MAGMA) given the run's provider, model and cache; so is
+    # the fresh memory that replaces one stuck in a timed-out call.
+    agent, create_memory = spec.assemble(meter)
+    llm = agent.llm
+    memory = agent.memory
     judging = llm is not None and request.judge is not False
     resolution = resolve_dataset(request.dataset, path=request.data_path)
     dataset_sha256 = _dataset_checksum(resolution.path)
@@ -300,7 +271,6 @@ def _evaluate(
     if request.shard is not None:
         samples = request.shard.select(samples)
     out = request.out or default_run_directory(started_at)
-    agent = BaseAgent(memory=memory, llm=llm)
     judge_identity = None
     benchmark_judge = get_benchmark(request.dataset).judge
     if llm is not None and judging:
@@ -312,15 +282,6 @@ def _evaluate(
                 benchmark_judge.prompts if benchmark_judge else {}
             ),
         }
-    # The Ray workers open the same cache file, so a re-run is answered from it there too.
-    llm_settings = _llm_settings(request)
-    spec = AgentSpec(
-        memory=request.memory,
-        memory_arguments=resolved.arguments,
-        llm=request.llm,
-        model=request.model,
-        llm_settings=llm_settings,
-    )
     identity = spec.run_identity(
         agent,
         judge=judge_identity,
@@ -341,19 +302,21 @@ def _evaluate(
             memory_timeout=request.memory_timeout,
             identity=identity,
             search_k=request.search_k,
-            memory_meter=meter,
         )
-        answering = meter.answer_phase if meter is not None else _no_phase
         try:
             if request.ray is not None:
-                results = run_eval(
-                    samples, agent=spec, options=options, executor=_ray_executor(request)
-                )
+                # Each worker meters its own agent's calls and returns them with its
+                # sample's results; they are appended to calls.jsonl here.
+                executor = _ray_executor(request, on_call=log)
+                results = run_eval(samples, agent=spec, options=options, executor=executor)
             else:
                 local = dataclasses.replace(
-                    options, max_concurrency=request.concurrency, memory_factory=create_memory
+                    options,
+                    max_concurrency=request.concurrency,
+                    memory_factory=create_memory,
+                    memory_meter=meter,
                 )
-                with answering("answering"):
+                with meter.answer_phase("answering"):
                     results = run_eval(samples, agent=agent, options=local)
         except CheckpointMismatchError as exc:
             raise RunDirError(f"{exc}; rerun with --fresh to start over in {out}") from exc
@@ -362,7 +325,7 @@ def _evaluate(
             # Verdicts persist beside the checkpoint, so a resumed run re-asks none; those
             # gathered before an interrupt (Ctrl-C) or a failure too.
             cache = _judge_cache(run_dir, notify)
-            with answering("judging"):
+            with meter.answer_phase("judging"):
                 try:
                     judge = batch_judge(
                         results,
@@ -419,7 +382,7 @@ def _evaluate(
             if request.shard is None
             else ShardInfo(request.shard.index, request.shard.count),
             resumed=resumed,
-            llm=_describe_llm(llm, llm_upstream, request.concurrency),
+            llm=_describe_llm(llm, meter.answer_endpoint, request.concurrency),
             prompt_hashes=prompts,
             judge=None if judge is None else judge.describe(),
             tokens={
@@ -431,7 +394,7 @@ def _evaluate(
             python=platform.python_version(),
             platform=platform.platform(),
             results_sha256=checksum,
-            costs=_costs(run_dir, meter, memory, llm),
+            costs=_costs(run_dir, meter),
         )
         run_dir.write_manifest(manifest)
     return RunOutcome(out, manifest, metrics, results, resumed, len(keys))
@@ -488,19 +451,16 @@ def _judge_cache(run_dir: RunDir, notify: Callable[[str], None]) -> dict[str, An
     return kept
 
 
-def _ray_executor(request: EvalRequest) -> RayExecutor:
-    if request.worker_resources:
-        return RayExecutor(
-            address=request.ray,
-            num_workers=request.workers or 2,
-            llm_concurrency_total=request.concurrency,
-            worker_resources=dict(request.worker_resources),
-        )
-    return RayExecutor(
+def _ray_executor(request: EvalRequest, on_call: Callable[[ProxyCall], None]) -> RayExecutor:
+    executor = RayExecutor(
         address=request.ray,
         num_workers=request.workers or 2,
         llm_concurrency_total=request.concurrency,
+        on_call=on_call,
     )
+    if request.worker_resources:
+        executor = dataclasses.replace(executor, worker_resources=dict(request.worker_resources))
+    return executor
 
 
 def _arguments(request: EvalRequest) -> dict[str, Any]:
@@ -543,21 +503,9 @@ def _resumable(run_dir: RunDir, identity: RunIdentity, keys: set[tuple[str, str]
     )
 
 
-def _no_phase(name: str, /) -> contextlib.nullcontext[None]:
-    """The answering client's window when nothing is counted."""
-    return contextlib.nullcontext()
-
-
-def _costs(
-    run_dir: RunDir, meter: RunMeter | None, memory: BaseMemory, llm: LLMClient | None
-) -> CostsInfo | None:
+def _costs(run_dir: RunDir, meter: RunMeter) -> CostsInfo:
     """The manifest's ``costs``: every call in ``calls.jsonl`` (this invocation's and
-    those of the parts it resumes), summed per phase; ``None`` when not counted."""
-    if meter is None:
-        calls_model = llm is not None or (
-            isinstance(memory, EndpointUser) and memory.llm_endpoint is not None
-        )
-        return None if calls_model else CostsInfo(CostSummary(()))
+    those of the parts it resumes), summed per phase."""
     file = run_dir.file(CALLS_FILE)
     try:
         calls = read_calls(file)

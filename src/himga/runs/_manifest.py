@@ -211,8 +211,8 @@ class Manifest:
     Typed where other code reads the field (dataset, memory, shard, identity,
     checksum, costs); the descriptive sections (``preflight``, ``llm``, ``judge``,
     ``tokens``, ``counts``, the command-line ``arguments``) are JSON objects as
-    written. ``costs`` is ``None`` where they were not counted (a run on Ray
-    workers with a model-calling memory or an LLM, a manifest from before costs).
+    written. ``costs`` is ``None`` where they were not counted (a manifest from
+    before costs, or from a Ray run of a himga that did not count them there).
     ``results_sha256`` is the SHA-256 of ``results.jsonl`` (``None`` in format 0),
     so an edited results file is detected when the run is read.
     """

@@ -138,8 +138,8 @@ def _phase_costs(costs: CostsInfo | None) -> str:
     """The manifest's ``costs`` as a sentence on what was counted and a table per phase."""
     if costs is None:
         return (
-            "Model calls per phase were not counted (a run on Ray workers, whose calls "
-            "this process cannot see, or a run from before himga counted them)."
+            "Model calls per phase were not counted (a run from before himga counted "
+            "them, or on Ray workers before it counted theirs)."
         )
     if costs.memory_endpoints:
         memory = (
