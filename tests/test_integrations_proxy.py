@@ -8,7 +8,6 @@ import json
 import socket
 import struct
 import threading
-import time
 
 import pytest
 
@@ -21,6 +20,8 @@ from himga.integrations import (
     ProxyCall,
     RecordingProxy,
 )
+from himga.integrations import _proxy as proxy_module
+from himga.integrations._meter import RunMeter
 from himga.integrations._proxy import _tokens
 from himga.llm import FakeLLMServer, word_count
 from himga.llm._protocol import ChatMessage
@@ -46,6 +47,7 @@ def test_openai_and_anthropic_calls_are_counted_per_phase() -> None:
                 model="m", max_tokens=5, messages=[{"role": "user", "content": "six"}]
             )
         chat.chat.completions.create(model="m", messages=[{"role": "user", "content": "x"}])
+        proxy.settle()
         calls = proxy.calls
     assert reply.choices[0].message.content == "echo: one two three"  # returned unchanged
     assert [(c.phase, c.api, c.status) for c in calls] == [
@@ -94,6 +96,7 @@ def test_an_unreachable_upstream_is_a_recorded_502() -> None:
         chat = openai.OpenAI(base_url=proxy.openai_base_url, api_key="k", max_retries=0)
         with proxy.phase("ingest"), pytest.raises(openai.APIStatusError, match="unreachable"):
             chat.chat.completions.create(model="m", messages=[{"role": "user", "content": "x"}])
+        proxy.settle()
         assert proxy.calls == [
             ProxyCall(
                 "ingest", "chat", "/v1/chat/completions", 502, None, None, proxy.calls[0].seconds
@@ -159,15 +162,6 @@ class _SlowUpstream:
                 connection.sendall(b"\r\n%x\r\n%s\r\n0\r\n\r\n" % (len(rest), rest))
 
 
-def _recorded(proxy: RecordingProxy) -> list[ProxyCall]:
-    """The proxy's calls once one is recorded: after its reply, on the proxy's thread."""
-    for _ in range(500):
-        if proxy.calls:
-            break
-        time.sleep(0.01)
-    return proxy.calls
-
-
 def test_a_reply_is_passed_on_as_its_bytes_arrive() -> None:
     upstream = _SlowUpstream()
     with RecordingProxy(upstream.url) as proxy:
@@ -179,7 +173,8 @@ def test_a_reply_is_passed_on_as_its_bytes_arrive() -> None:
         upstream.go_on.set()
         assert response.read() == upstream.BODY[5:]
         client.close()
-        (call,) = _recorded(proxy)
+        proxy.settle()
+        (call,) = proxy.calls
     assert (call.status, call.input_tokens, call.output_tokens) == (200, 4, 2)
 
 
@@ -194,6 +189,36 @@ def test_a_client_leaving_mid_reply_is_a_failed_call_not_a_traceback(
         client.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
         client.close()  # a reset, as a client at its deadline does
         upstream.go_on.set()
-        (call,) = _recorded(proxy)
+        proxy.settle()  # the proxy notices the client left once it passes on the rest
+        (call,) = proxy.calls
     assert call.status == 502
     assert "Traceback" not in capsys.readouterr().err
+
+
+def test_settle_waits_for_a_call_answered_but_not_yet_recorded(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A reply's last byte can reach the client before its call is recorded (on the
+    proxy's thread); the costs of a run are read after settling, so none is missed."""
+    openai = pytest.importorskip("openai")
+    release = threading.Event()
+    tokens = proxy_module._tokens
+
+    def recorded_late(body: bytes, content_type: str) -> tuple[int | None, int | None]:
+        release.wait(10)
+        return tokens(body, content_type)
+
+    monkeypatch.setattr(proxy_module, "_tokens", recorded_late)
+    seen: list[ProxyCall] = []
+    with FakeLLMServer() as server, RunMeter(seen.append) as meter:
+        chat = openai.OpenAI(
+            base_url=meter.answer_upstream(server.base_url) + "/v1", api_key="k", max_retries=0
+        )
+        with meter.answer_phase("answering"):
+            chat.chat.completions.create(model="m", messages=[{"role": "user", "content": "x y"}])
+        assert seen == []  # answered, not yet recorded
+        threading.Timer(0.05, release.set).start()
+        meter.settle()
+        expected = [("answering", 200, word_count("x y"))]
+        assert [(c.phase, c.status, c.input_tokens) for c in seen] == expected
+        meter.settle()  # nothing left to wait for

@@ -90,6 +90,8 @@ class _Worker:
         )
         with answering:
             results = asyncio.run(evaluate_here([sample], self._agent, self._options))
+        if self._meter is not None:
+            self._meter.settle()  # this sample's last calls are collected, not the next's
         with self._lock:
             calls, self._calls = self._calls, []
         return [result.to_dict() for result in results], [call.to_json() for call in calls]

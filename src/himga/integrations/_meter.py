@@ -100,6 +100,14 @@ class RunMeter:
         with self._answer.phase(name) if self._answer is not None else contextlib.nullcontext():
             yield
 
+    def settle(self) -> None:
+        """Wait until every call answered so far has been passed to ``on_call``
+        (:meth:`~himga.integrations.RecordingProxy.settle` on each proxy)."""
+        with self._lock:
+            proxies = [*self._memory.values(), *([self._answer] if self._answer else [])]
+        for proxy in proxies:
+            proxy.settle()
+
     @property
     def memory_endpoints(self) -> tuple[str, ...]:
         """The public URLs of the memory's upstreams metered so far, in order of first use."""

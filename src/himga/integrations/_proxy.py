@@ -285,6 +285,9 @@ class RecordingProxy:
         self._upstream = parts
         self._lock = threading.Lock()
         self._calls: list[ProxyCall] = []
+        # Calls whose reply a client may already hold but which are not yet recorded.
+        self._replying = 0
+        self._recorded = threading.Condition(self._lock)
         self._phase = "unattributed"
         self._httpd: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
@@ -348,19 +351,42 @@ class RecordingProxy:
             with self._lock:
                 self._phase = previous
 
+    def settle(self) -> None:
+        """Wait until every call whose reply the proxy has begun to pass on is recorded
+        and given to ``on_call``.
+
+        A reply's last byte can reach its client a moment before the proxy records
+        the call, so a reader that needs every call its clients have had answered
+        (the costs of a run, of a Ray task) settles first. Calls whose reply has not
+        begun are not waited for; one being relayed (a stream) is, to its end -- so
+        never settle on a thread that still holds an unfinished reply.
+        """
+        with self._recorded:
+            self._recorded.wait_for(lambda: self._replying == 0)
+
     @property
     def calls(self) -> list[ProxyCall]:
-        """Every call so far, in the order their responses completed."""
+        """Every call recorded so far, in the order their responses completed
+        (:meth:`settle` first to include each call a client has had answered)."""
         with self._lock:
             return list(self._calls)
 
     def summary(self) -> CostSummary:
-        """The calls so far, summed per phase."""
+        """The calls recorded so far, summed per phase."""
         return CostSummary.of(self.calls)
 
     def _current_phase(self) -> str:
         with self._lock:
             return self._phase
+
+    def _replying_begins(self) -> None:
+        with self._lock:
+            self._replying += 1
+
+    def _replying_ends(self) -> None:
+        with self._recorded:
+            self._replying -= 1
+            self._recorded.notify_all()
 
     def _record(self, call: ProxyCall) -> None:
         with self._lock:
@@ -384,14 +410,23 @@ class _Relay:
     usual, from a socket whose reads are also written to the client unchanged.
     """
 
-    def __init__(self, client: Any) -> None:
+    def __init__(self, client: Any, on_begin: Callable[[], None]) -> None:
         self._client = client
+        self._on_begin = on_begin
         self.passed = 0
+        self.begun = False
 
     def response(self, sock: socket.socket, *args: Any, **kwargs: Any) -> http.client.HTTPResponse:
         return http.client.HTTPResponse(_Tee(sock, self), *args, **kwargs)  # type: ignore[arg-type]
 
+    def begin(self) -> None:
+        """Called before the first byte of the reply goes to the client."""
+        if not self.begun:
+            self.begun = True
+            self._on_begin()
+
     def pass_on(self, data: bytes) -> None:
+        self.begin()
         self._client.write(data)
         self.passed += len(data)
 
@@ -439,12 +474,19 @@ def _handler(proxy: RecordingProxy) -> type[BaseHTTPRequestHandler]:
             """Silent: the calls are recorded, not logged."""
 
         def _forward(self) -> None:
+            relay = _Relay(self.wfile, proxy._replying_begins)
+            try:
+                self._relay_call(relay)
+            finally:
+                if relay.begun:
+                    proxy._replying_ends()
+
+        def _relay_call(self, relay: _Relay) -> None:
             phase = proxy._current_phase()
             length = int(self.headers.get("Content-Length") or 0)
             body = self.rfile.read(length) if length else None
             headers = {k: v for k, v in self.headers.items() if k.lower() not in _NOT_FORWARDED}
             headers["Accept-Encoding"] = "identity"  # usage is read from the body
-            relay = _Relay(self.wfile)
             started = time.perf_counter()
             try:
                 if self.upstream is None:
@@ -476,7 +518,11 @@ def _handler(proxy: RecordingProxy) -> type[BaseHTTPRequestHandler]:
                     self.close_connection = True  # the reply was begun: end it by closing
                 else:
                     message = json.dumps({"error": {"message": f"upstream unreachable: {exc}"}})
-                    self._reply(502, {"Content-Type": "application/json"}, message.encode())
+                    relay.begin()
+                    try:
+                        self._reply(502, {"Content-Type": "application/json"}, message.encode())
+                    except OSError:
+                        self.close_connection = True  # the client left; the call still counts
             else:
                 if response.will_close:
                     self.close_connection = True  # as the upstream's reply said it would

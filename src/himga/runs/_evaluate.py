@@ -336,7 +336,9 @@ def _evaluate(
                     )
                 finally:
                     run_dir.write_json(JUDGE_CACHE, cache)
-        # A call the log could not write (full disk) fails the run here, on this thread.
+        # Every call answered is in the log before it is read; a call the log could not
+        # write (full disk) fails the run here, on this thread.
+        meter.settle()
         log.check()
         metrics = compute_metrics(results, judge)
         wall = time.perf_counter() - started
