@@ -1,4 +1,4 @@
-"""Every ```python block of README.md and docs/*.md runs as written.
+"""Every ```python block of README.md and docs/**/*.md runs as written.
 
 Blocks of one file run in order in one namespace (later blocks use earlier
 names), inside a scratch directory, with ``HIMGA_DATA_DIR`` pointing at the
@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
-DOCS = [PROJECT_ROOT / "README.md", *sorted((PROJECT_ROOT / "docs").glob("*.md"))]
+DOCS = [PROJECT_ROOT / "README.md", *sorted((PROJECT_ROOT / "docs").glob("**/*.md"))]
 _BLOCK = re.compile(r"^```python[ \t]*\n(.*?)^```[ \t]*$", re.MULTILINE | re.DOTALL)
 # Files whose examples reach data or an LLM get the matching environment.
 _NEEDS_DATA = re.compile(r"load_dataset|HIMGA_DATA_DIR|load_locomo|load_longmemeval")
