@@ -17,9 +17,14 @@ import errno
 import gc
 import io
 import json
+import os
+import signal
 import sqlite3
+import subprocess
 import sys
 import tempfile
+import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from types import FrameType
@@ -31,9 +36,10 @@ from hypothesis import strategies as st
 
 import himga
 from himga._cli import _compare, _datasets, _merge, _report
-from himga.llm import LLMCache
+from himga.llm import ChatRequest, FakeLLMServer, LLMCache, echo_responder
 from himga.runs import JUDGE_CACHE
 from himga.runs._files import json_text, leading_entries
+from himga.runs._journal import JUDGE_JOURNAL, VerdictJournal, read_journal
 from tests.cli_support import QUICK, cwd, offline_cli, run_cli
 
 pytestmark = pytest.mark.usefixtures("loopback_only")
@@ -93,7 +99,7 @@ def _assert_untorn(out: Path) -> None:
             json.loads(text)
         elif file.name == "results.jsonl":
             [json.loads(line) for line in text.splitlines()]
-        elif file.name == "checkpoint.jsonl":
+        elif file.name in ("checkpoint.jsonl", JUDGE_JOURNAL):
             [json.loads(line) for line in text.split("\n")[:-1]]
 
 
@@ -239,6 +245,100 @@ def test_a_torn_judge_cache_is_said_and_its_whole_verdicts_kept_on_resume(
         assert "kept the 1 verdicts before the damage" in stderr
         assert _results(Path("out")) == reference.results
         assert json.loads(cache.read_text("utf-8")) == whole
+
+
+def _is_judging(request: ChatRequest) -> bool:
+    return "label an answer" in str(request[-1]["content"])
+
+
+@pytest.mark.skipif(not hasattr(signal, "SIGKILL"), reason="needs SIGKILL")
+def test_kill_9_while_judging_keeps_every_verdict_given_and_asks_none_again(
+    reference: _Reference, tmp_path: Path
+) -> None:
+    """The judge answers one of the three distinct requests (the two conversations are
+    alike), then stalls; the run is killed. The resumed run asks only the other two and
+    ends with the same results."""
+    release = threading.Event()
+    judged: list[str] = []
+
+    def judge_one_then_stall(request: ChatRequest) -> str:
+        if _is_judging(request):
+            judged.append(str(request[-1]["content"]))
+            if len(judged) > 1:
+                release.wait(60)
+        return echo_responder(request)
+
+    with (
+        offline_cli(tmp_path) as patch,
+        FakeLLMServer(responder=judge_one_then_stall) as server,
+        cwd(tmp_path),
+    ):
+        patch.setenv("ANTHROPIC_BASE_URL", server.anthropic_base_url)
+        child = subprocess.Popen(
+            [sys.executable, "-m", "himga", *RUN],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        journal = Path("out") / JUDGE_JOURNAL
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and child.poll() is None:
+            if journal.exists() and journal.read_text("utf-8").count("\n") == 1:
+                break
+            time.sleep(0.02)
+        os.kill(child.pid, signal.SIGKILL)
+        _, stderr = child.communicate()
+        assert child.returncode == -signal.SIGKILL, stderr
+        assert json.loads((Path("out") / JUDGE_CACHE).read_text("utf-8")) == {}
+        assert len(read_journal(journal, pytest.fail)) == 1
+
+        release.set()
+        asked_before = len(judged)
+        code, stderr = run_cli([*RUN, "--resume"])
+        assert code == 0, stderr
+        assert stderr == ""  # nothing damaged to say
+        assert len(judged) - asked_before == 2
+        assert _results(Path("out")) == reference.results
+        assert not journal.exists()
+        assert len(json.loads((Path("out") / JUDGE_CACHE).read_text("utf-8"))) == 3
+
+
+def test_a_damaged_journal_line_is_said_and_the_verdicts_before_it_kept(tmp_path: Path) -> None:
+    journal = tmp_path / JUDGE_JOURNAL
+    journal.write_text('["a", {"label": 1}]\n["b", 0]\nnot json\n["c", 1]\n["d"', "utf-8")
+    said: list[str] = []
+    assert read_journal(journal, said.append) == {"a": {"label": 1}, "b": 0}
+    assert said == [
+        f"{journal}:3: not a [key, verdict] line: kept the 2 verdicts before it; "
+        "the other answers are judged again"
+    ]
+    torn = tmp_path / "torn.jsonl"
+    torn.write_text('["a", 1]\n["b", 2', "utf-8")  # a kill mid-write: not damage
+    assert read_journal(torn, pytest.fail) == {"a": 1}
+    assert read_journal(tmp_path / "missing.jsonl", pytest.fail) == {}
+
+
+@given(st.dictionaries(st.text(), st.integers(), max_size=4), st.lists(st.text(), max_size=6))
+def test_the_journal_holds_each_verdict_as_set_and_the_cache_all_once_closed(
+    before: dict[str, int], keys: list[str]
+) -> None:
+    with tempfile.TemporaryDirectory() as scratch:
+        cache, journal = Path(scratch) / JUDGE_CACHE, Path(scratch) / JUDGE_JOURNAL
+        with VerdictJournal(cache, journal, before) as verdicts:
+            assert json.loads(cache.read_text("utf-8")) == before
+            for number, key in enumerate(keys):
+                verdicts[key] = number
+                # what a kill -9 now would leave: the cache plus the journal's lines
+                left = {
+                    **json.loads(cache.read_text("utf-8")),
+                    **read_journal(journal, pytest.fail),
+                }
+                assert left == dict(verdicts)
+        assert not journal.exists()
+        assert json.loads(cache.read_text("utf-8")) == {
+            **before,
+            **{k: n for n, k in enumerate(keys)},
+        }
 
 
 json_values = st.recursive(

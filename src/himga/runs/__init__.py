@@ -26,6 +26,7 @@ from himga.runs._evaluate import (
     evaluate_run,
 )
 from himga.runs._files import write_json, write_jsonl, write_text_atomic
+from himga.runs._journal import JUDGE_JOURNAL
 from himga.runs._manifest import (
     MANIFEST_FORMAT,
     CostsInfo,
@@ -53,6 +54,7 @@ from himga.runs._rundir import (
 __all__ = [
     "DEFAULT_METRICS",
     "JUDGE_CACHE",
+    "JUDGE_JOURNAL",
     "LOCK",
     "MANIFEST_FORMAT",
     "MARKER",

@@ -41,6 +41,7 @@ from himga.llm._client import public_url
 from himga.memory import BaseMemory, memory_provenance, resolve_memory
 from himga.runs._costs import CALLS_FILE, CallLog, RunMeter, read_calls
 from himga.runs._files import leading_entries
+from himga.runs._journal import JUDGE_JOURNAL, VerdictJournal, read_journal
 from himga.runs._manifest import CostsInfo, DatasetInfo, Manifest, MemoryInfo, ShardInfo
 from himga.runs._preflight import PreflightReport, preflight
 from himga.runs._rundir import JUDGE_CACHE, RunDir, RunDirError, RunReadError
@@ -322,20 +323,21 @@ def _evaluate(
             raise RunDirError(f"{exc}; rerun with --fresh to start over in {out}") from exc
         judge: JudgeScores | None = None
         if llm is not None and judging:
-            # Verdicts persist beside the checkpoint, so a resumed run re-asks none; those
-            # gathered before an interrupt (Ctrl-C) or a failure too.
-            cache = _judge_cache(run_dir, notify)
-            with meter.answer_phase("judging"):
-                try:
-                    judge = batch_judge(
-                        results,
-                        llm=llm,
-                        cache=cache,
-                        show_progress=request.show_progress,
-                        max_concurrency=request.concurrency,
-                    )
-                finally:
-                    run_dir.write_json(JUDGE_CACHE, cache)
+            # Verdicts persist beside the checkpoint as each arrives, so a resumed run
+            # re-asks none: those gathered before an interrupt, a failure or kill -9 too.
+            verdicts = VerdictJournal(
+                run_dir.file(JUDGE_CACHE),
+                run_dir.file(JUDGE_JOURNAL),
+                _judge_cache(run_dir, notify),
+            )
+            with meter.answer_phase("judging"), verdicts:
+                judge = batch_judge(
+                    results,
+                    llm=llm,
+                    cache=verdicts,
+                    show_progress=request.show_progress,
+                    max_concurrency=request.concurrency,
+                )
         # Every call answered is in the log before it is read; a call the log could not
         # write (full disk) fails the run here, on this thread.
         meter.settle()
@@ -428,20 +430,22 @@ def _llm_settings(request: EvalRequest) -> dict[str, Any]:
 
 
 def _judge_cache(run_dir: RunDir, notify: Callable[[str], None]) -> dict[str, Any]:
-    """The verdicts of ``judge_cache.json``; of a damaged one (torn by a crash of an older
-    himga, or edited), those before the damage, said through ``notify``."""
+    """The verdicts of ``judge_cache.json`` and of the journal a killed run left beside
+    it; of a damaged cache (torn by a crash of an older himga, or edited), those before
+    the damage, said through ``notify``."""
+    journal = read_journal(run_dir.file(JUDGE_JOURNAL), notify)
     file = run_dir.file(JUDGE_CACHE)
     try:
         cache = run_dir.read_json(JUDGE_CACHE)
     except RunReadError as exc:
         if not file.exists():
-            return {}
+            return journal
         problem = str(exc)
         cache = None
     else:
         problem = f"{file}: expected a JSON object"
     if isinstance(cache, dict):
-        return cache
+        return {**cache, **journal}
     try:
         kept = leading_entries(file.read_text("utf-8", errors="replace"))
     except OSError:
@@ -450,7 +454,7 @@ def _judge_cache(run_dir: RunDir, notify: Callable[[str], None]) -> dict[str, An
         f"{problem}: kept the {len(kept)} verdicts before the damage; "
         "the other answers are judged again"
     )
-    return kept
+    return {**kept, **journal}
 
 
 def _ray_executor(request: EvalRequest, on_call: Callable[[ProxyCall], None]) -> RayExecutor:

@@ -25,6 +25,7 @@ from typing import IO, Any
 from himga._errors import HimgaError
 from himga.eval._result import EvalResult
 from himga.runs._files import write_json, write_jsonl
+from himga.runs._journal import JUDGE_JOURNAL
 from himga.runs._manifest import Manifest, ManifestError
 
 __all__ = [
@@ -49,6 +50,7 @@ JUDGE_CACHE = "judge_cache.json"
 RUN_FILES = (
     "checkpoint.jsonl",
     JUDGE_CACHE,
+    JUDGE_JOURNAL,  # the verdicts of a judging that was killed
     "results.jsonl",
     "metrics.json",
     "manifest.json",
