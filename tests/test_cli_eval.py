@@ -26,6 +26,7 @@ def test_offline_run_prints_recall_table_and_writes_the_run_directory(
     header = printed.splitlines()[0].split()
     assert header[:3] == ["category", "n", "errors"]
     assert {"ctx-any", "R@10", "R@50"} <= set(header)
+    assert header[-3:] == ["ret-p50-ms", "ret-p95-ms", "ctx-chars"]  # every memory has them
     assert "F1" not in header  # no answers offline
     assert "overall (no adversarial)" in printed
 

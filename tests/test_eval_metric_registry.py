@@ -10,17 +10,20 @@ from hypothesis import strategies as st
 
 from himga.benchmarks.locomo import F1 as LOCOMO_F1
 from himga.eval import (
+    MemoryCallError,
     Metric,
     UnknownMetricError,
     _metric_registry,
     available_metrics,
     compute_metrics,
+    format_table,
     get_metric,
     metrics_of,
     question_scores,
     register_metric,
     result_groups,
 )
+from himga.eval._metric import percentile
 from tests.test_eval_support import make_result
 
 
@@ -72,8 +75,13 @@ answers = st.sampled_from(["Paris", "Rome", "Paris, in May", "not mentioned"])
 kinds = st.sampled_from(["single-hop", "multi-hop", "adversarial"])
 
 
-@given(st.lists(st.tuples(kinds, answers, st.booleans()), min_size=1, max_size=10))
-def test_a_block_is_the_mean_of_its_questions_scores(rows: list[tuple[str, str, bool]]) -> None:
+latencies = st.floats(min_value=0, max_value=10, allow_nan=False)
+
+
+@given(st.lists(st.tuples(kinds, answers, st.booleans(), latencies), min_size=1, max_size=10))
+def test_a_block_is_the_aggregate_of_its_questions_scores(
+    rows: list[tuple[str, str, bool, float]],
+) -> None:
     results = [
         make_result(
             question_id=f"q{i}",
@@ -81,8 +89,9 @@ def test_a_block_is_the_mean_of_its_questions_scores(rows: list[tuple[str, str, 
             adversarial=kind == "adversarial",
             prediction=prediction,
             ranked_turn_ids=("D1:1",) if ranked else None,
+            retrieval_latency_s=latency,
         )
-        for i, (kind, prediction, ranked) in enumerate(rows)
+        for i, (kind, prediction, ranked, latency) in enumerate(rows)
     ]
     metrics = compute_metrics(results)
     groups = result_groups(results)
@@ -92,6 +101,36 @@ def test_a_block_is_the_mean_of_its_questions_scores(rows: list[tuple[str, str, 
         for name in question_scores(results[0]):
             values = [question_scores(results[i])[name] for i in members]
             defined = [v for v in values if v is not None]
-            expected = sum(defined) / len(defined) if defined else None
+            expected = get_metric(name).aggregate(defined)
             got = blocks[group][name]
             assert (got is None and expected is None) or math.isclose(got, expected or 0.0)
+
+
+def test_percentile_interpolates_between_the_closest_ranks() -> None:
+    assert percentile([], 50) is None
+    assert percentile([3.0], 95) == 3.0
+    assert percentile([4.0, 1.0, 3.0, 2.0], 50) == 2.5
+    assert percentile([float(v) for v in range(1, 21)], 95) == pytest.approx(19.05)
+
+
+def test_latency_and_context_size_are_table_metrics_of_every_retrieval() -> None:
+    results = [
+        make_result(question_id=f"q{i}", retrieval_latency_s=seconds, context="x" * size)
+        for i, (seconds, size) in enumerate([(0.001, 10), (0.002, 20), (0.003, 30), (0.1, 40)])
+    ]
+    failed = make_result(
+        question_id="lost",
+        retrieval_latency_s=9.0,
+        memory_error=MemoryCallError("s", "lost", "retrieve", "RuntimeError", "boom"),
+    )
+    block = compute_metrics([*results, failed])["overall"]
+    assert block["retrieved"] == 4  # the memory error is counted, never timed
+    assert block["retrieval_ms_p50"] == pytest.approx(2.5)
+    assert block["retrieval_ms_p95"] == pytest.approx(3 + 0.85 * 97)
+    assert block["context_chars"] == 25.0
+    titles = [m.title for m in available_metrics().values() if m.in_table]
+    assert titles[-3:] == ["ret-p50-ms", "ret-p95-ms", "ctx-chars"]
+    assert not get_metric("ret-p95-ms").higher_is_better
+    table = format_table(compute_metrics(results), dataset="locomo")
+    assert table.splitlines()[0].split()[-3:] == ["ret-p50-ms", "ret-p95-ms", "ctx-chars"]
+    assert table.splitlines()[-1].split()[-3:] == ["2.5", "85.5", "25"]

@@ -32,7 +32,7 @@ from himga.eval._result import EvalResult, MemoryCallError
 from himga.eval._run import arun_eval, run_eval
 from himga.eval._shard import Shard, ShardSpecError
 from himga.eval._spec import AgentSpec, AgentSpecError
-from himga.eval._table import format_table, headline_title
+from himga.eval._table import format_cell, format_table, headline_title
 from himga.eval.judge import JudgeScores, abatch_judge, batch_judge
 
 __all__ = [
@@ -66,6 +66,7 @@ __all__ = [
     "compute_metrics",
     "context_containment",
     "evidence_recall_at_k",
+    "format_cell",
     "format_table",
     "get_metric",
     "headline_title",

@@ -28,6 +28,8 @@ def _has(need: MetricNeed, result: EvalResult, judge: float | None) -> bool:
         return _answered(result) and judge is not None
     if need == "context":
         return context_containment(result) is not None
+    if need == "retrieval":
+        return True
     return result.ranked_turn_ids is not None and bool(result.evidence_turns)
 
 
@@ -178,10 +180,11 @@ def compute_metrics(
 
     Each block has ``questions``, ``memory_errors``, then for each need of a metric
     (see :class:`~himga.eval.Metric`) its count -- ``answered`` (and ``errors``),
-    ``judged``, ``with_evidence``, ``ranked`` -- and the value of every metric
+    ``judged``, ``with_evidence``, ``ranked``, ``retrieved`` -- and the value of every metric
     with that need (:func:`~himga.eval.available_metrics`; a benchmark's own
     metrics for its results, e.g. LoCoMo's official ``f1``): the aggregate (the
-    mean) of the non-``None`` scores of its questions, ``None`` with none.
+    mean; the median or 95th percentile of the retrieval latency) of the non-``None``
+    scores of its questions, ``None`` with none.
     Questions with a memory error are counted, never scored; so are results with
     an LLM error.
 

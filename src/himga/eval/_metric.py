@@ -11,19 +11,32 @@ if TYPE_CHECKING:
     from himga._json import JSONValue
     from himga.eval._result import EvalResult
 
-__all__ = ["Metric", "MetricNeed", "RunMetric", "mean"]
+__all__ = ["Metric", "MetricNeed", "RunMetric", "mean", "percentile"]
 
-MetricNeed = Literal["prediction", "judge", "context", "ranking"]
+MetricNeed = Literal["prediction", "judge", "context", "ranking", "retrieval"]
 """What a question must have for a metric to be scored on it, each with its count in
 every block of :func:`~himga.eval.compute_metrics`: ``"prediction"`` an answer and no
 LLM error (``answered``), ``"judge"`` a judge score (``judged``), ``"context"`` an
 evidence turn with a text (``with_evidence``), ``"ranking"`` a ranking from ``search``
-and evidence turns (``ranked``)."""
+and evidence turns (``ranked``), ``"retrieval"`` nothing but a retrieval that did not fail
+(``retrieved``)."""
 
 
 def mean(values: Sequence[float]) -> float | None:
     """The arithmetic mean; ``None`` for no values."""
     return sum(values) / len(values) if values else None
+
+
+def percentile(values: Sequence[float], q: float) -> float | None:
+    """The ``q``-th percentile (0 to 100), linear between the closest ranks (numpy's
+    default); ``None`` for no values."""
+    if not values:
+        return None
+    ordered = sorted(values)
+    position = (len(ordered) - 1) * q / 100
+    low = int(position)
+    high = min(low + 1, len(ordered) - 1)
+    return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
 
 
 @dataclass(frozen=True)
@@ -48,6 +61,7 @@ class Metric:
     in_table: bool = False
     description: str = ""
     aggregate: Callable[[Sequence[float]], float | None] = mean
+    decimals: int = 3
 
 
 @dataclass(frozen=True)

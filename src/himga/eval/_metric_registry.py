@@ -14,7 +14,7 @@ from collections.abc import Iterable, Sequence
 
 from himga._errors import HimgaError
 from himga.benchmarks._registry import benchmarks, find_benchmark
-from himga.eval._metric import Metric, MetricNeed, RunMetric
+from himga.eval._metric import Metric, MetricNeed, RunMetric, percentile
 from himga.eval._ranking import (
     RANK_KS,
     all_evidence_recall_at_k,
@@ -40,6 +40,7 @@ NEEDS: dict[MetricNeed, str] = {
     "judge": "judged",
     "context": "with_evidence",
     "ranking": "ranked",
+    "retrieval": "retrieved",
 }
 """Each need, in block order, with the key of its count in a block."""
 
@@ -129,6 +130,23 @@ def _rank_metrics(k: int) -> list[Metric]:
     ]  # fmt: skip
 
 
+def _retrieval_ms(result: EvalResult, judge: float | None) -> float:
+    return result.retrieval_latency_s * 1000
+
+
+def _context_chars(result: EvalResult, judge: float | None) -> float:
+    # Characters, not tokens: exact for every memory and model, with no tokenizer.
+    return float(len(result.context))
+
+
+def _p50(values: Sequence[float]) -> float | None:
+    return percentile(values, 50)
+
+
+def _p95(values: Sequence[float]) -> float | None:
+    return percentile(values, 95)
+
+
 _BUILTIN: tuple[Metric, ...] = (
     Metric("judge", "judge", "judge", _judge, in_table=True,
            description="the judge's score (its benchmark's Judge)"),
@@ -145,6 +163,15 @@ _BUILTIN: tuple[Metric, ...] = (
     Metric("context_recall_all", "ctx-all", "context", _all, in_table=True,
            description="1 when every evidence turn's text is in the context"),
     *(metric for k in RANK_KS for metric in _rank_metrics(k)),
+    Metric("retrieval_ms_p50", "ret-p50-ms", "retrieval", _retrieval_ms, higher_is_better=False,
+           in_table=True, aggregate=_p50, decimals=1,
+           description="median wall time of a question's retrieve (and search), in ms"),
+    Metric("retrieval_ms_p95", "ret-p95-ms", "retrieval", _retrieval_ms, higher_is_better=False,
+           in_table=True, aggregate=_p95, decimals=1,
+           description="95th percentile wall time of a question's retrieve (and search), in ms"),
+    Metric("context_chars", "ctx-chars", "retrieval", _context_chars, higher_is_better=False,
+           in_table=True, decimals=0,
+           description="mean size of the retrieved context, in characters"),
 )  # fmt: skip
 
 _lock = threading.Lock()

@@ -8,16 +8,17 @@ from typing import Any
 from himga.benchmarks._registry import find_benchmark
 from himga.eval._metric_registry import available_metrics
 
-__all__ = ["format_table", "headline_title"]
+__all__ = ["format_cell", "format_table", "headline_title"]
 
 _COUNTS = (("n", "questions"), ("mem-err", "memory_errors"), ("errors", "errors"))
 
 
-def _cell(value: Any) -> str:
+def format_cell(value: Any, decimals: int = 3) -> str:
+    """A table cell: ``-`` for ``None``, a float with ``decimals`` digits, else ``str``."""
     if value is None:
         return "-"
     if isinstance(value, float):
-        return f"{value:.3f}"
+        return f"{value:.{decimals}f}"
     return str(value)
 
 
@@ -45,9 +46,10 @@ def format_table(metrics: Mapping[str, Any], *, dataset: str | None = None) -> s
     metrics) when no question failed. ``dataset`` titles the headline row (see
     :func:`headline_title`).
     """
+    metrics_by_name = available_metrics()
     columns = [
         *_COUNTS,
-        *((m.title, name) for name, m in available_metrics().items() if m.in_table),
+        *((m.title, name) for name, m in metrics_by_name.items() if m.in_table),
     ]
     rows: list[tuple[str, Mapping[str, Any]]] = [
         (name, block) for name, block in metrics["by_category"].items()
@@ -61,8 +63,18 @@ def format_table(metrics: Mapping[str, Any], *, dataset: str | None = None) -> s
         or (key == "memory_errors" and any(block.get(key) for _, block in rows))
         or (key != "memory_errors" and any(block.get(key) is not None for _, block in rows))
     ]
+    digits = {name: metric.decimals for name, metric in metrics_by_name.items()}
     table = [["category", *(title for title, _ in shown)]]
-    table += [[name, *(_cell(block.get(key)) for _, key in shown)] for name, block in rows]
+    table += [
+        [name, *(format_cell(block.get(key), digits.get(key, 3)) for _, key in shown)]
+        for name, block in rows
+    ]
+    return _aligned(table)
+
+
+def _aligned(table: list[list[str]]) -> str:
+    """Rows of cells as aligned text: the first column left-aligned, the others
+    right-aligned, a rule under the first row (the header)."""
     widths = [max(len(row[i]) for row in table) for i in range(len(table[0]))]
     lines = [
         "  ".join(
