@@ -74,6 +74,58 @@ def test_compare_prints_paired_intervals_and_json_matches_the_runs(
     assert "| overall (all) | " in markdown.stdout
 
 
+def test_compare_prints_one_leaderboard_of_every_run_from_their_metrics(
+    runs: dict[str, Path], tmp_path: Path
+) -> None:
+    # A run written before latency and context size were metrics: its row shows "-".
+    old = tmp_path / "old-keyword"
+    shutil.copytree(runs["keyword"], old)
+    metrics = _metrics(old)
+    for block in (metrics["overall"], metrics["overall_with_adversarial"]):
+        for key in ("retrieved", "retrieval_ms_p50", "retrieval_ms_p95", "context_chars"):
+            del block[key]
+    (old / "metrics.json").write_text(json.dumps(metrics), "utf-8")
+    argv = ["compare", str(old), str(runs["bm25"]), str(runs["keyword"]), "--metric", "R@10"]
+    run = himga(*argv, "--json")
+    assert run.returncode == 0, run.stderr
+    board = json.loads(run.stdout)["leaderboard"]
+    assert board["metric"] == "recall@10"
+    assert board["groups"][-2:] == ["overall (no adversarial)", "overall (all)"]
+    bm25 = _metrics(runs["bm25"])
+    first = board["rows"][0]  # bm25 ranks first: the keyword runs' R@10 is lower
+    assert first["path"] == str(runs["bm25"])
+    assert first["label"] == "bm25"
+    assert first["questions"] == 304
+    assert first["by_group"]["temporal"] == bm25["by_category"]["temporal"]["recall@10"]
+    assert first["by_group"]["overall (all)"] == bm25["overall_with_adversarial"]["recall@10"]
+    everything = bm25["overall_with_adversarial"]
+    for name in ("retrieval_ms_p50", "retrieval_ms_p95", "context_chars"):
+        assert first["run_level"][name] == everything[name] is not None
+    assert [row["path"] for row in board["rows"][1:]] == [str(old), str(runs["keyword"])]
+
+    markdown = himga(*argv)
+    assert markdown.returncode == 0, markdown.stderr
+    lines = markdown.stdout.splitlines()
+    start = lines.index(
+        "### Leaderboard: R@10 per category, best first by overall (no adversarial); "
+        "latency and context size over every question"
+    )
+    header, _, *rows = lines[start + 2 : start + 7]
+    assert header.startswith("| run | memory | n | errors | mem-err | multi-hop |")
+    assert header.endswith("| overall (all) | ret-p50-ms | ret-p95-ms | ctx-chars |")
+    cells = [row.strip("|").split(" | ") for row in rows]
+    assert cells[0][:5] == [f" `{runs['bm25']}`", "bm25", "304", "0", "0"]
+    assert cells[0][-4] == f"{everything['recall@10']:.3f}"
+    assert cells[0][-3:] == [
+        f"{everything['retrieval_ms_p50']:.1f}",
+        f"{everything['retrieval_ms_p95']:.1f}",
+        f"{everything['context_chars']:.0f} ",
+    ]
+    assert cells[1][-3:] == ["-", "-", "- "]  # the old run
+    assert cells[2][-1] != "- "
+    assert lines.index("### R@10: B = `" + str(runs["bm25"]) + "` (bm25) vs A") > start
+
+
 def test_compare_refuses_other_question_sets_and_other_datasets(
     runs: dict[str, Path], tmp_path: Path
 ) -> None:
@@ -103,6 +155,8 @@ def test_report_writes_table_manifest_prose_and_plot(runs: dict[str, Path]) -> N
     report = (runs["bm25"] / "report.md").read_text("utf-8")
     assert report.startswith("# himga run report: `bm25` on `locomo`")
     assert "overall (all)             304" in report  # the run's table
+    header = next(line for line in report.splitlines() if line.startswith("category"))
+    assert header.split()[-3:] == ["ret-p50-ms", "ret-p95-ms", "ctx-chars"]
     manifest = json.loads((runs["bm25"] / "manifest.json").read_text("utf-8"))
     assert manifest["dataset"]["sha256"] in report
     assert "No LLM: the run measured retrieval only" in report

@@ -27,6 +27,7 @@ from himga.runs._evaluate import (
 )
 from himga.runs._files import write_json, write_jsonl, write_text_atomic
 from himga.runs._journal import JUDGE_JOURNAL
+from himga.runs._leaderboard import Leaderboard, LeaderboardRow, format_leaderboard, leaderboard
 from himga.runs._manifest import (
     MANIFEST_FORMAT,
     CostsInfo,
@@ -66,6 +67,8 @@ __all__ = [
     "CostsInfo",
     "DatasetInfo",
     "EvalRequest",
+    "Leaderboard",
+    "LeaderboardRow",
     "Manifest",
     "ManifestError",
     "MemoryInfo",
@@ -83,7 +86,9 @@ __all__ = [
     "default_run_directory",
     "evaluate_run",
     "format_comparison",
+    "format_leaderboard",
     "format_p_value",
+    "leaderboard",
     "merge_runs",
     "nan_if_none",
     "plot_comparison",

@@ -19,6 +19,7 @@ from himga.eval import (
 from himga.eval._paired import DEFAULT_RESAMPLES, paired_differences
 from himga.integrations import PHASES
 from himga.runs._files import save_figure
+from himga.runs._leaderboard import Leaderboard, format_leaderboard, leaderboard
 from himga.runs._rundir import Run
 
 __all__ = [
@@ -115,7 +116,9 @@ def compare_runs(
     overall without and with adversarial questions) and metric (``metrics`` by key or
     column title; default: each of :data:`DEFAULT_METRICS` every run has values of), the
     mean difference over the questions both scored, paired by (sample, question) id, its
-    paired bootstrap CI and permutation p-value (``resamples``, ``seed``).
+    paired bootstrap CI and permutation p-value (``resamples``, ``seed``); and under
+    ``"leaderboard"`` every run ranked by the first metric
+    (:meth:`~himga.runs.Leaderboard.to_dict`).
     :class:`CompareError` for runs on other datasets or question sets."""
     baseline = runs[0]
     aligned = [_check_comparable(baseline, other) for other in runs[1:]]
@@ -169,6 +172,7 @@ def compare_runs(
             "paired permutation (sign flips), (1 + extreme) / (1 + resamples)"
         ),
         "comparisons": rows,
+        "leaderboard": leaderboard(runs, chosen[0]).to_dict(),
     }
 
 
@@ -199,7 +203,8 @@ def format_p_value(value: float | None, resamples: int) -> str:
 
 
 def format_comparison(comparison: dict[str, Any]) -> str:
-    """The comparison as markdown: one table per compared run and metric."""
+    """The comparison as markdown: the leaderboard, then one table per compared run and
+    metric."""
     baseline = comparison["baseline"]
     dataset = comparison["dataset"]
     sha = str(dataset.get("sha256") or "")
@@ -211,6 +216,8 @@ def format_comparison(comparison: dict[str, Any]) -> str:
         f"{comparison['resamples']:,} resamples, seed {comparison['seed']}; p: paired "
         f"permutation test, {comparison['resamples']:,} sign flips, two-sided.",
         *_costs_table([baseline, *comparison["runs"]]),
+        "",
+        format_leaderboard(Leaderboard.from_dict(comparison["leaderboard"])),
     ]
     for other in comparison["runs"]:
         for metric in comparison["metrics"]:

@@ -1,0 +1,155 @@
+"""``himga compare``'s leaderboard: one row per run, read from each run's metrics.json."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from himga.eval import Metric, available_metrics, format_cell, get_metric, headline_title
+from himga.runs._rundir import Run
+
+__all__ = ["Leaderboard", "LeaderboardRow", "format_leaderboard", "leaderboard"]
+
+OVERALL_ALL = "overall (all)"
+
+
+def _run_level() -> list[Metric]:
+    """The columns every row has whatever metric is ranked: the table metrics that need
+    only a retrieval (latency, context size), from the registry."""
+    return [m for m in available_metrics().values() if m.needs == "retrieval" and m.in_table]
+
+
+def _number(value: Any) -> float | None:
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+@dataclass(frozen=True)
+class LeaderboardRow:
+    """One run: where it is, its memory with arguments, its counts, the ranked metric
+    per group (``None``: no value) and the run-level metrics over every question."""
+
+    path: str
+    label: str
+    questions: int
+    errors: int
+    memory_errors: int
+    by_group: Mapping[str, float | None]
+    run_level: Mapping[str, float | None]
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict; :meth:`from_dict` is its inverse."""
+        return {
+            "path": self.path,
+            "label": self.label,
+            "questions": self.questions,
+            "errors": self.errors,
+            "memory_errors": self.memory_errors,
+            "by_group": dict(self.by_group),
+            "run_level": dict(self.run_level),
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> LeaderboardRow:
+        """The row :meth:`to_dict` gave."""
+        return cls(
+            path=str(data["path"]),
+            label=str(data["label"]),
+            questions=int(data["questions"]),
+            errors=int(data["errors"]),
+            memory_errors=int(data["memory_errors"]),
+            by_group=dict(data["by_group"]),
+            run_level=dict(data["run_level"]),
+        )
+
+
+@dataclass(frozen=True)
+class Leaderboard:
+    """Runs ranked by ``metric`` (a metric key) over the headline group, best first
+    (runs without a value last, in the order given); ``groups`` are the row titles of
+    ``himga eval``'s table, the headline last but one."""
+
+    metric: str
+    groups: tuple[str, ...]
+    rows: tuple[LeaderboardRow, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict; :meth:`from_dict` is its inverse."""
+        return {
+            "metric": self.metric,
+            "groups": list(self.groups),
+            "rows": [row.to_dict() for row in self.rows],
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Leaderboard:
+        """The leaderboard :meth:`to_dict` gave."""
+        return cls(
+            metric=str(data["metric"]),
+            groups=tuple(data["groups"]),
+            rows=tuple(LeaderboardRow.from_dict(row) for row in data["rows"]),
+        )
+
+
+def _blocks(run: Run, headline: str) -> dict[str, Mapping[str, Any]]:
+    blocks: dict[str, Mapping[str, Any]] = dict(run.metrics.get("by_category", {}))
+    blocks[headline] = run.metrics.get("overall", {})
+    blocks[OVERALL_ALL] = run.metrics.get("overall_with_adversarial", {})
+    return blocks
+
+
+def leaderboard(runs: Sequence[Run], metric: str) -> Leaderboard:
+    """The leaderboard of ``runs`` (of one dataset) by ``metric`` (a key), each value as
+    the run's metrics.json has it; a run written before a metric existed has ``None``."""
+    headline = headline_title(runs[0].manifest.dataset.name)
+    run_level = _run_level()
+    rows = []
+    groups: dict[str, None] = {}
+    for run in runs:
+        blocks = _blocks(run, headline)
+        groups.update(dict.fromkeys(blocks))
+        counts = run.metrics.get("counts", {})
+        everything = blocks[OVERALL_ALL]
+        rows.append(
+            LeaderboardRow(
+                path=str(run.path),
+                label=run.label,
+                questions=int(counts.get("questions", len(run.results))),
+                errors=int(counts.get("errors", 0)),
+                memory_errors=int(counts.get("memory_errors", 0)),
+                by_group={group: _number(block.get(metric)) for group, block in blocks.items()},
+                run_level={m.name: _number(everything.get(m.name)) for m in run_level},
+            )
+        )
+    # Categories in the runs' order, the two overall rows last, as in eval's table.
+    ordered = [g for g in groups if g not in (headline, OVERALL_ALL)] + [headline, OVERALL_ALL]
+    sign = 1.0 if get_metric(metric).higher_is_better else -1.0
+
+    def rank(row: LeaderboardRow) -> float:
+        value = row.by_group.get(headline)
+        return math.inf if value is None else -sign * value
+
+    return Leaderboard(metric, tuple(ordered), tuple(sorted(rows, key=rank)))
+
+
+def format_leaderboard(board: Leaderboard) -> str:
+    """The leaderboard as a markdown table, cells as in ``himga eval``'s table."""
+    ranked = get_metric(board.metric)
+    run_level = _run_level()
+    header = ["run", "memory", "n", "errors", "mem-err", *board.groups]
+    header += [m.title for m in run_level]
+    lines = [
+        f"### Leaderboard: {ranked.title} per category, best first by "
+        f"{board.groups[-2]}; latency and context size over every question",
+        "",
+        "| " + " | ".join(header) + " |",
+        "| --- | --- |" + " ---: |" * (len(header) - 2),
+    ]
+    for row in board.rows:
+        cells = [f"`{row.path}`", row.label or "-", f"{row.questions:,}", str(row.errors)]
+        cells.append(str(row.memory_errors))
+        cells += [format_cell(row.by_group.get(g), ranked.decimals) for g in board.groups]
+        cells += [format_cell(row.run_level.get(m.name), m.decimals) for m in run_level]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
