@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import pytest
 from hypothesis import given
@@ -15,6 +16,7 @@ from himga.eval import (
     UnknownMetricError,
     _metric_registry,
     available_metrics,
+    compute_measurements,
     compute_metrics,
     format_table,
     get_metric,
@@ -93,17 +95,22 @@ def test_a_block_is_the_aggregate_of_its_questions_scores(
         )
         for i, (kind, prediction, ranked, latency) in enumerate(rows)
     ]
-    metrics = compute_metrics(results)
-    groups = result_groups(results)
-    blocks = {**metrics["by_category"], "overall": metrics["overall"]}
-    blocks["overall_with_adversarial"] = metrics["overall_with_adversarial"]
-    for group, members in groups.items():
+    blocks: dict[bool, dict[str, Any]] = {}
+    for recorded, found in (
+        (True, compute_metrics(results)),
+        (False, compute_measurements(results)),
+    ):
+        blocks[recorded] = {**found["by_category"], "overall": found["overall"]}
+        blocks[recorded]["overall_with_adversarial"] = found["overall_with_adversarial"]
+    for group, members in result_groups(results).items():
         for name in question_scores(results[0]):
+            metric = get_metric(name)
             values = [question_scores(results[i])[name] for i in members]
             defined = [v for v in values if v is not None]
-            expected = get_metric(name).aggregate(defined)
-            got = blocks[group][name]
+            expected = metric.aggregate(defined)
+            got = blocks[metric.recorded][group][name]
             assert (got is None and expected is None) or math.isclose(got, expected or 0.0)
+            assert metric.recorded or name not in blocks[True][group]  # not in metrics.json
 
 
 def test_percentile_interpolates_between_the_closest_ranks() -> None:
@@ -113,7 +120,7 @@ def test_percentile_interpolates_between_the_closest_ranks() -> None:
     assert percentile([float(v) for v in range(1, 21)], 95) == pytest.approx(19.05)
 
 
-def test_latency_and_context_size_are_table_metrics_of_every_retrieval() -> None:
+def test_latency_and_context_size_are_measured_table_columns_not_recorded() -> None:
     results = [
         make_result(question_id=f"q{i}", retrieval_latency_s=seconds, context="x" * size)
         for i, (seconds, size) in enumerate([(0.001, 10), (0.002, 20), (0.003, 30), (0.1, 40)])
@@ -123,14 +130,20 @@ def test_latency_and_context_size_are_table_metrics_of_every_retrieval() -> None
         retrieval_latency_s=9.0,
         memory_error=MemoryCallError("s", "lost", "retrieve", "RuntimeError", "boom"),
     )
-    block = compute_metrics([*results, failed])["overall"]
-    assert block["retrieved"] == 4  # the memory error is counted, never timed
-    assert block["retrieval_ms_p50"] == pytest.approx(2.5)
-    assert block["retrieval_ms_p95"] == pytest.approx(3 + 0.85 * 97)
-    assert block["context_chars"] == 25.0
+    block = compute_measurements([*results, failed])["overall"]
+    assert block == {  # the memory error is counted, never timed
+        "retrieval_ms_p50": pytest.approx(2.5),
+        "retrieval_ms_p95": pytest.approx(3 + 0.85 * 97),
+        "context_chars": 25.0,
+    }
+    recorded = compute_metrics([*results, failed])["overall"]
+    assert not set(block) & set(recorded)  # metrics.json stays reproducible: no wall time
     titles = [m.title for m in available_metrics().values() if m.in_table]
     assert titles[-3:] == ["ret-p50-ms", "ret-p95-ms", "ctx-chars"]
     assert not get_metric("ret-p95-ms").higher_is_better
-    table = format_table(compute_metrics(results), dataset="locomo")
+    table = format_table(
+        compute_metrics(results), dataset="locomo", measurements=compute_measurements(results)
+    )
     assert table.splitlines()[0].split()[-3:] == ["ret-p50-ms", "ret-p95-ms", "ctx-chars"]
     assert table.splitlines()[-1].split()[-3:] == ["2.5", "85.5", "25"]
+    assert "ctx-chars" not in format_table(compute_metrics(results), dataset="locomo")

@@ -15,7 +15,7 @@ from typing import Any
 
 from himga._cli._check import INTERRUPTED
 from himga._cli._options import memory_timeout
-from himga.eval import format_table
+from himga.eval import compute_measurements, format_table
 from himga.eval._memory_calls import DEFAULT_MEMORY_TIMEOUT
 from himga.eval._redact import redact
 from himga.testing import KIT_MEMORY_TIMEOUT
@@ -326,7 +326,8 @@ def _evaluate(args: argparse.Namespace, out: Path) -> int:
     )
     if outcome.resumed:
         print(f"resumed {outcome.resumed} of {outcome.planned} results from the checkpoint")
-    print(format_table(outcome.metrics, dataset=args.dataset))
+    measured = compute_measurements(outcome.results)
+    print(format_table(outcome.metrics, dataset=args.dataset, measurements=measured))
     for line in outcome.summary():
         print(line)
     for line in outcome.problems():

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from himga._extras import MissingExtraError
-from himga.eval import format_table
+from himga.eval import compute_measurements, format_table
 from himga.runs import RunDir, RunReadError, plot_report, render_report, write_text_atomic
 
 __all__ = ["register", "run"]
@@ -50,7 +50,11 @@ def run(args: argparse.Namespace) -> int:
         figure = f"No plot: {exc}."
     except OSError as exc:
         return _cannot_write(plot, exc)
-    table = format_table(loaded.metrics, dataset=loaded.manifest.dataset.name)
+    table = format_table(
+        loaded.metrics,
+        dataset=loaded.manifest.dataset.name,
+        measurements=compute_measurements(loaded.results),
+    )
     try:
         write_text_atomic(out, render_report(loaded, table, figure))
     except OSError as exc:

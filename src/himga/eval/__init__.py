@@ -6,7 +6,12 @@ Every metric is defined once in the metric registry (:class:`Metric`,
 :mod:`himga.eval.judge` (LLM-as-judge, through each benchmark's judge).
 """
 
-from himga.eval._aggregate import compute_metrics, question_scores, result_groups
+from himga.eval._aggregate import (
+    compute_measurements,
+    compute_metrics,
+    question_scores,
+    result_groups,
+)
 from himga.eval._checkpoint import CheckpointError, CheckpointMismatchError
 from himga.eval._identity import SEARCH_K, RunIdentity, run_identity
 from himga.eval._ledger import DuplicateQuestionError
@@ -32,7 +37,7 @@ from himga.eval._result import EvalResult, MemoryCallError
 from himga.eval._run import arun_eval, run_eval
 from himga.eval._shard import Shard, ShardSpecError
 from himga.eval._spec import AgentSpec, AgentSpecError
-from himga.eval._table import format_cell, format_table, headline_title
+from himga.eval._table import format_cell, format_table, headline_title, table_rows
 from himga.eval.judge import JudgeScores, abatch_judge, batch_judge
 
 __all__ = [
@@ -63,6 +68,7 @@ __all__ = [
     "arun_eval",
     "available_metrics",
     "batch_judge",
+    "compute_measurements",
     "compute_metrics",
     "context_containment",
     "evidence_recall_at_k",
@@ -78,4 +84,5 @@ __all__ = [
     "result_groups",
     "run_eval",
     "run_identity",
+    "table_rows",
 ]

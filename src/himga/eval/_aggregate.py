@@ -13,7 +13,7 @@ from himga.eval._metric_registry import NEEDS, context_containment, metrics_of, 
 from himga.eval._result import EvalResult
 from himga.eval.judge import JudgeScores
 
-__all__ = ["compute_metrics", "question_scores", "result_groups"]
+__all__ = ["compute_measurements", "compute_metrics", "question_scores", "result_groups"]
 
 
 def _answered(result: EvalResult) -> bool:
@@ -85,7 +85,7 @@ def _block(
         if need == "prediction":
             block["errors"] = sum(r.error is not None for r in results)
         for name, column in columns.items():
-            if column.needs != need:
+            if column.needs != need or not column.recorded:
                 continue
             values = []
             for i in having:
@@ -156,6 +156,40 @@ def _run_metrics(results: Sequence[EvalResult]) -> dict[str, Any]:
     return blocks
 
 
+def compute_measurements(results: Sequence[EvalResult]) -> dict[str, Any]:
+    """The metrics that are not ``recorded`` (:class:`~himga.eval.Metric`: retrieval
+    latency p50 / p95, context size), in the shape of :func:`compute_metrics`
+    (``"overall"``, ``"overall_with_adversarial"``, ``"by_category"``; a block maps each
+    metric's name to the aggregate of its questions' scores, ``None`` with none).
+    Questions with a memory error are left out, as there."""
+    catalogue = _metrics([r.dataset for r in results] or [""])
+    measured = [m for m in _columns(catalogue).values() if not m.recorded]
+
+    def block(members: Sequence[int]) -> dict[str, float | None]:
+        kept = [i for i in members if results[i].memory_error is None]
+        values: dict[str, float | None] = {}
+        for metric in measured:
+            scores = []
+            for i in kept:
+                own = catalogue[results[i].dataset].get(metric.name)
+                if own is None or not _has(own.needs, results[i], None):
+                    continue
+                score = own.score(results[i], None)
+                if score is not None:
+                    scores.append(score)
+            values[metric.name] = metric.aggregate(scores)
+        return values
+
+    groups = result_groups(results)
+    overall = groups.pop("overall")
+    everything = groups.pop("overall_with_adversarial")
+    return {
+        "overall": block(overall),
+        "overall_with_adversarial": block(everything),
+        "by_category": {category: block(members) for category, members in groups.items()},
+    }
+
+
 def compute_metrics(
     results: Sequence[EvalResult], judge_scores: Sequence[float] | None = None
 ) -> dict[str, Any]:
@@ -180,11 +214,12 @@ def compute_metrics(
 
     Each block has ``questions``, ``memory_errors``, then for each need of a metric
     (see :class:`~himga.eval.Metric`) its count -- ``answered`` (and ``errors``),
-    ``judged``, ``with_evidence``, ``ranked``, ``retrieved`` -- and the value of every metric
+    ``judged``, ``with_evidence``, ``ranked`` -- and the value of every metric
     with that need (:func:`~himga.eval.available_metrics`; a benchmark's own
     metrics for its results, e.g. LoCoMo's official ``f1``): the aggregate (the
-    mean; the median or 95th percentile of the retrieval latency) of the non-``None``
-    scores of its questions, ``None`` with none.
+    mean) of the non-``None`` scores of its questions, ``None`` with none. Metrics
+    that are not ``recorded`` (latency, context size) are left to
+    :func:`compute_measurements`.
     Questions with a memory error are counted, never scored; so are results with
     an LLM error.
 

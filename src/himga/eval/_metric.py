@@ -18,8 +18,8 @@ MetricNeed = Literal["prediction", "judge", "context", "ranking", "retrieval"]
 every block of :func:`~himga.eval.compute_metrics`: ``"prediction"`` an answer and no
 LLM error (``answered``), ``"judge"`` a judge score (``judged``), ``"context"`` an
 evidence turn with a text (``with_evidence``), ``"ranking"`` a ranking from ``search``
-and evidence turns (``ranked``), ``"retrieval"`` nothing but a retrieval that did not fail
-(``retrieved``)."""
+and evidence turns (``ranked``); ``"retrieval"`` nothing but a retrieval that did not fail
+(no count: such metrics are measurements, see :attr:`Metric.recorded`)."""
 
 
 def mean(values: Sequence[float]) -> float | None:
@@ -62,6 +62,7 @@ class Metric:
     description: str = ""
     aggregate: Callable[[Sequence[float]], float | None] = mean
     decimals: int = 3
+    recorded: bool = True
 
 
 @dataclass(frozen=True)

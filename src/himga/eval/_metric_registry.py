@@ -40,9 +40,8 @@ NEEDS: dict[MetricNeed, str] = {
     "judge": "judged",
     "context": "with_evidence",
     "ranking": "ranked",
-    "retrieval": "retrieved",
 }
-"""Each need, in block order, with the key of its count in a block."""
+"""Each need of a recorded metric, in block order, with the key of its count in a block."""
 
 
 class UnknownMetricError(HimgaError, ValueError):
@@ -135,7 +134,8 @@ def _retrieval_ms(result: EvalResult, judge: float | None) -> float:
 
 
 def _context_chars(result: EvalResult, judge: float | None) -> float:
-    # Characters, not tokens: exact for every memory and model, with no tokenizer.
+    # Characters, not tokens: exact for every memory and model, with no tokenizer. Not
+    # recorded, only so that metrics.json stays what it was before the column existed.
     return float(len(result.context))
 
 
@@ -164,13 +164,13 @@ _BUILTIN: tuple[Metric, ...] = (
            description="1 when every evidence turn's text is in the context"),
     *(metric for k in RANK_KS for metric in _rank_metrics(k)),
     Metric("retrieval_ms_p50", "ret-p50-ms", "retrieval", _retrieval_ms, higher_is_better=False,
-           in_table=True, aggregate=_p50, decimals=1,
+           in_table=True, aggregate=_p50, decimals=1, recorded=False,
            description="median wall time of a question's retrieve (and search), in ms"),
     Metric("retrieval_ms_p95", "ret-p95-ms", "retrieval", _retrieval_ms, higher_is_better=False,
-           in_table=True, aggregate=_p95, decimals=1,
+           in_table=True, aggregate=_p95, decimals=1, recorded=False,
            description="95th percentile wall time of a question's retrieve (and search), in ms"),
     Metric("context_chars", "ctx-chars", "retrieval", _context_chars, higher_is_better=False,
-           in_table=True, decimals=0,
+           in_table=True, decimals=0, recorded=False,
            description="mean size of the retrieved context, in characters"),
 )  # fmt: skip
 

@@ -8,7 +8,7 @@ from typing import Any
 from himga.benchmarks._registry import find_benchmark
 from himga.eval._metric_registry import available_metrics
 
-__all__ = ["format_cell", "format_table", "headline_title"]
+__all__ = ["format_cell", "format_table", "headline_title", "table_rows"]
 
 _COUNTS = (("n", "questions"), ("mem-err", "memory_errors"), ("errors", "errors"))
 
@@ -36,7 +36,34 @@ def headline_title(dataset: str | None) -> str:
     return f"overall (no {', '.join(excluded)})"
 
 
-def format_table(metrics: Mapping[str, Any], *, dataset: str | None = None) -> str:
+def table_rows(
+    metrics: Mapping[str, Any],
+    *,
+    dataset: str | None = None,
+    measurements: Mapping[str, Any] | None = None,
+) -> list[tuple[str, dict[str, Any]]]:
+    """The rows of :func:`format_table`, titled: each category, the headline
+    (:func:`headline_title`), ``"overall (all)"`` (every question); each the block of
+    ``metrics`` with that of ``measurements`` (:func:`~himga.eval.compute_measurements`),
+    if given."""
+    extra = measurements or {}
+    by_category = extra.get("by_category", {})
+    rows = [
+        (name, {**block, **by_category.get(name, {})})
+        for name, block in metrics["by_category"].items()
+    ]
+    rows.append((headline_title(dataset), {**metrics["overall"], **extra.get("overall", {})}))
+    everything = extra.get("overall_with_adversarial", {})
+    rows.append(("overall (all)", {**metrics["overall_with_adversarial"], **everything}))
+    return rows
+
+
+def format_table(
+    metrics: Mapping[str, Any],
+    *,
+    dataset: str | None = None,
+    measurements: Mapping[str, Any] | None = None,
+) -> str:
     """The per-category table of :func:`~himga.eval.compute_metrics` output, as text.
 
     The columns are the counts and every metric marked ``in_table`` (see
@@ -44,18 +71,15 @@ def format_table(metrics: Mapping[str, Any], *, dataset: str | None = None) -> s
     a value in any row (e.g. answer metrics of an offline run) are left out, and so
     is ``mem-err`` (questions a memory call failed on, excluded from the row's
     metrics) when no question failed. ``dataset`` titles the headline row (see
-    :func:`headline_title`).
+    :func:`headline_title`). ``measurements`` (:func:`~himga.eval.compute_measurements`
+    of the same results) adds their columns: retrieval latency, context size.
     """
     metrics_by_name = available_metrics()
     columns = [
         *_COUNTS,
         *((m.title, name) for name, m in metrics_by_name.items() if m.in_table),
     ]
-    rows: list[tuple[str, Mapping[str, Any]]] = [
-        (name, block) for name, block in metrics["by_category"].items()
-    ]
-    rows.append((headline_title(dataset), metrics["overall"]))
-    rows.append(("overall (all)", metrics["overall_with_adversarial"]))
+    rows = table_rows(metrics, dataset=dataset, measurements=measurements)
     shown = [
         (title, key)
         for title, key in columns

@@ -1,4 +1,5 @@
-"""``himga compare``'s leaderboard: one row per run, read from each run's metrics.json."""
+"""``himga compare``'s leaderboard: one row per run, from its metrics.json and the
+measurements (latency, context size) of its results."""
 
 from __future__ import annotations
 
@@ -7,18 +8,24 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from himga.eval import Metric, available_metrics, format_cell, get_metric, headline_title
+from himga.eval import (
+    Metric,
+    available_metrics,
+    compute_measurements,
+    format_cell,
+    get_metric,
+    headline_title,
+    table_rows,
+)
 from himga.runs._rundir import Run
 
 __all__ = ["Leaderboard", "LeaderboardRow", "format_leaderboard", "leaderboard"]
 
-OVERALL_ALL = "overall (all)"
-
 
 def _run_level() -> list[Metric]:
-    """The columns every row has whatever metric is ranked: the table metrics that need
-    only a retrieval (latency, context size), from the registry."""
-    return [m for m in available_metrics().values() if m.needs == "retrieval" and m.in_table]
+    """The columns every row has whatever metric is ranked: the table metrics measured
+    rather than recorded (latency, context size), from the registry."""
+    return [m for m in available_metrics().values() if not m.recorded and m.in_table]
 
 
 def _number(value: Any) -> float | None:
@@ -68,7 +75,7 @@ class LeaderboardRow:
 class Leaderboard:
     """Runs ranked by ``metric`` (a metric key) over the headline group, best first
     (runs without a value last, in the order given); ``groups`` are the row titles of
-    ``himga eval``'s table, the headline last but one."""
+    ``himga eval``'s table (:func:`~himga.eval.table_rows`), the headline last but one."""
 
     metric: str
     groups: tuple[str, ...]
@@ -92,25 +99,27 @@ class Leaderboard:
         )
 
 
-def _blocks(run: Run, headline: str) -> dict[str, Mapping[str, Any]]:
-    blocks: dict[str, Mapping[str, Any]] = dict(run.metrics.get("by_category", {}))
-    blocks[headline] = run.metrics.get("overall", {})
-    blocks[OVERALL_ALL] = run.metrics.get("overall_with_adversarial", {})
-    return blocks
+def _blocks(run: Run) -> dict[str, Mapping[str, Any]]:
+    """Each row of the run's table, by title: its metrics.json block with the
+    measurements of its results."""
+    measured = compute_measurements(run.results)
+    dataset = run.manifest.dataset.name
+    return dict(table_rows(run.metrics, dataset=dataset, measurements=measured))
 
 
 def leaderboard(runs: Sequence[Run], metric: str) -> Leaderboard:
     """The leaderboard of ``runs`` (of one dataset) by ``metric`` (a key), each value as
-    the run's metrics.json has it; a run written before a metric existed has ``None``."""
+    the run's metrics.json has it (a run written before a metric existed: ``None``), or,
+    for a measured metric, as its results give it."""
     headline = headline_title(runs[0].manifest.dataset.name)
     run_level = _run_level()
     rows = []
-    groups: dict[str, None] = {}
+    groups: tuple[str, ...] = ()
     for run in runs:
-        blocks = _blocks(run, headline)
-        groups.update(dict.fromkeys(blocks))
+        blocks = _blocks(run)
+        groups = groups or tuple(blocks)  # one question set: the same rows in every run
         counts = run.metrics.get("counts", {})
-        everything = blocks[OVERALL_ALL]
+        everything = list(blocks.values())[-1]  # the row of every question
         rows.append(
             LeaderboardRow(
                 path=str(run.path),
@@ -122,15 +131,13 @@ def leaderboard(runs: Sequence[Run], metric: str) -> Leaderboard:
                 run_level={m.name: _number(everything.get(m.name)) for m in run_level},
             )
         )
-    # Categories in the runs' order, the two overall rows last, as in eval's table.
-    ordered = [g for g in groups if g not in (headline, OVERALL_ALL)] + [headline, OVERALL_ALL]
     sign = 1.0 if get_metric(metric).higher_is_better else -1.0
 
     def rank(row: LeaderboardRow) -> float:
         value = row.by_group.get(headline)
         return math.inf if value is None else -sign * value
 
-    return Leaderboard(metric, tuple(ordered), tuple(sorted(rows, key=rank)))
+    return Leaderboard(metric, groups, tuple(sorted(rows, key=rank)))
 
 
 def format_leaderboard(board: Leaderboard) -> str:
