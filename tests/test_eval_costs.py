@@ -215,7 +215,8 @@ def test_a_metered_ray_worker_returns_each_samples_calls_per_phase_as_the_server
         assert plain.identity() == worker.identity()  # the proxies change no identity
         for sample in samples:
             server.reset_stats()
-            results, calls = worker.evaluate(sample)
+            results, calls, ingest_s = worker.evaluate(sample)
+            assert ingest_s > 0  # what the driver's progress weighs the sample's turns by
             counted: dict[str, int] = {}
             for request in server.requests:
                 phase = _memory_phase(request.messages)
@@ -226,7 +227,7 @@ def test_a_metered_ray_worker_returns_each_samples_calls_per_phase_as_the_server
             summary = CostSummary.of(ProxyCall.from_json(call) for call in calls)
             assert {c.phase: c.calls for c in summary.phases} == counted
             assert all(c.errors == c.unmetered == 0 for c in summary.phases)
-            unmetered, none = plain.evaluate(sample)
+            unmetered, none, _ = plain.evaluate(sample)
             assert none == []  # a worker not asked to meter collects nothing
             assert [r["prediction"] for r in unmetered] == [r["prediction"] for r in results]
 

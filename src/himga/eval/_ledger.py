@@ -5,16 +5,15 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping, Sequence
 
-from tqdm.auto import tqdm
-
 from himga._errors import HimgaError
 from himga.data.schema import QAPair, Sample
 from himga.eval._checkpoint import Checkpoint, CheckpointMismatchError
 from himga.eval._identity import RunIdentity
+from himga.eval._progress import ProgressBar, ProgressModel
 from himga.eval._redact import redact
 from himga.eval._result import EvalResult, MemoryCallError
 
-__all__ = ["DuplicateQuestionError", "Ledger", "failed_result", "new_result"]
+__all__ = ["DuplicateQuestionError", "Ledger", "failed_result", "new_result", "turn_count"]
 
 
 class DuplicateQuestionError(HimgaError, ValueError):
@@ -50,6 +49,11 @@ def new_result(
     )
 
 
+def turn_count(sample: Sample) -> int:
+    """The messages of ``sample``: the turns its ingest takes."""
+    return sum(len(session.messages) for session in sample.sessions)
+
+
 #: The ``method`` of the memory error recorded when the worker evaluating a sample failed.
 WORKER = "worker"
 
@@ -72,7 +76,10 @@ class Ledger:
     :meth:`plan` takes each sample in order and returns its questions still to
     do; :meth:`record` keeps the first result per question (an executor that
     retries may deliver one twice) and appends it to the checkpoint;
-    :meth:`results` lists them in question order.
+    :meth:`results` lists them in question order. ``progress`` is the run's bar, over
+    ``turns`` to ingest and ``questions`` (totals; ``None``: unknown) with
+    ``parallelism`` workers: the ledger counts finished and resumed questions, the
+    executor the turns it ingests.
     """
 
     def __init__(
@@ -80,9 +87,11 @@ class Ledger:
         checkpoint: str | os.PathLike[str] | None,
         identity: RunIdentity,
         *,
-        total: int | None,
+        turns: int | None,
+        questions: int | None,
         show_progress: bool,
         description: str = "eval",
+        parallelism: int = 1,
     ) -> None:
         self._store = None if checkpoint is None else Checkpoint(checkpoint, identity.to_dict())
         self._finished: dict[tuple[str, str], EvalResult] = {}
@@ -93,7 +102,8 @@ class Ledger:
             }
         self._order: list[tuple[str, str]] = []
         self._seen: set[tuple[str, str]] = set()
-        self._progress = tqdm(total=total, disable=not show_progress, unit="q", desc=description)
+        model = ProgressModel(turns=turns, questions=questions, parallelism=parallelism)
+        self.progress = ProgressBar(model, enabled=show_progress, description=description)
 
     def plan(self, sample: Sample) -> list[QAPair]:
         """The questions of ``sample`` not finished yet, in order.
@@ -104,6 +114,7 @@ class Ledger:
         dataset version).
         """
         pending = []
+        resumed = 0
         for qa in sample.qa_pairs:
             key = (sample.sample_id, qa.question_id)
             if key in self._seen:
@@ -117,7 +128,9 @@ class Ledger:
                 pending.append(qa)
                 continue
             self._check_resumed(stored, qa)
-            self._progress.update(1)
+            resumed += 1
+        # A sample with nothing pending is not ingested again: its turns are not work.
+        self.progress.skip(turns=0 if pending else turn_count(sample), questions=resumed)
         return pending
 
     def _check_resumed(self, stored: EvalResult, qa: QAPair) -> None:
@@ -137,7 +150,7 @@ class Ledger:
         self._finished[result.key] = result
         if self._store is not None:
             self._store.append(result)
-        self._progress.update(1)
+        self.progress.finished()
 
     def fail(self, sample: Sample, pending: Sequence[QAPair], reason: str) -> None:
         """Record each of ``pending`` as lost with its worker (:func:`failed_result`)."""
@@ -150,6 +163,6 @@ class Ledger:
 
     def close(self) -> None:
         """Close the progress bar and the checkpoint (idempotent)."""
-        self._progress.close()
+        self.progress.close()
         if self._store is not None:
             self._store.close()

@@ -12,9 +12,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from himga.agent._agent import BaseAgent
 from himga.data.schema import QAPair, Sample
 from himga.eval._identity import run_identity
-from himga.eval._ledger import Ledger, new_result
+from himga.eval._ledger import Ledger, new_result, turn_count
 from himga.eval._memory_calls import CallThread, GuardedMemory, MemoryCallFailed
 from himga.eval._options import EvalOptions, PhaseMeter
+from himga.eval._progress import ProgressBar
 from himga.eval._redact import redact
 from himga.eval._result import EvalResult, MemoryCallError
 from himga.llm._protocol import ChatMessage
@@ -80,6 +81,7 @@ def _prepare(
     pending: Sequence[QAPair],
     prompts: bool,
     meter: PhaseMeter,
+    progress: ProgressBar,
 ) -> list[tuple[EvalResult, list[ChatMessage]]]:
     """Runs on the memory thread: reset, ingest once, retrieve (and search) per question.
 
@@ -89,16 +91,20 @@ def _prepare(
     With ``prompts`` each question's prompt is built here too,
     while the agent still holds this sample's state. Reset and ingest run in
     ``meter``'s ``"ingest"`` window, each question's retrieve and search in its
-    ``"retrieval"`` window.
+    ``"retrieval"`` window. ``progress`` is told when the ingest starts and ends
+    (``guarded`` counts each turn on it).
     """
     conversation, sample_turn_id = _conversation_only(sample)
     texts = {message.turn_id: message.content for _, message in sample.iter_turns()}
     try:
         with meter.phase("ingest"):
+            progress.ingest_starts(turn_count(sample))
             guarded.reset()
             agent.ingest_sample(conversation)
     except MemoryCallFailed as failure:
         return [(_failed(sample, texts, qa, failure), []) for qa in pending]
+    finally:
+        progress.ingest_ends()
     prepared: list[tuple[EvalResult, list[ChatMessage]]] = []
     for qa in pending:
         started = time.perf_counter()
@@ -156,14 +162,23 @@ async def evaluate_here(
     if limit < 1:
         raise ValueError(f"max_concurrency must be >= 1, got {limit}")
     slots = asyncio.Semaphore(limit)
-    guarded = GuardedMemory(agent.memory, options.memory_timeout, options.memory_factory)
+    identity = options.identity or run_identity(agent, search_k=options.search_k)
+    known = isinstance(samples, Sequence)
+    ledger = Ledger(
+        options.checkpoint,
+        identity,
+        turns=sum(turn_count(sample) for sample in samples) if known else None,
+        questions=sum(len(sample.qa_pairs) for sample in samples) if known else None,
+        show_progress=options.show_progress,
+    )
+    guarded = GuardedMemory(
+        agent.memory,
+        options.memory_timeout,
+        options.memory_factory,
+        on_ingest=ledger.progress.ingested,
+    )
     search_k = options.search_k if isinstance(agent.memory, SearchableMemory) else None
     guarded_agent = agent.with_memory(guarded)
-    identity = options.identity or run_identity(agent, search_k=options.search_k)
-    total = (
-        sum(len(sample.qa_pairs) for sample in samples) if isinstance(samples, Sequence) else None
-    )
-    ledger = Ledger(options.checkpoint, identity, total=total, show_progress=options.show_progress)
     tasks: list[asyncio.Task[None]] = []
 
     async def answer_and_record(result: EvalResult, prompt: list[ChatMessage]) -> None:
@@ -190,6 +205,7 @@ async def evaluate_here(
                     pending,
                     llm is not None,
                     options.memory_meter or _UNMETERED,
+                    ledger.progress,
                 )
             )
             for result, prompt in prepared:

@@ -140,6 +140,7 @@ class GuardedMemory:
     hits, each with a ``turn_id`` that is a ``str`` or ``None``. Anything else,
     an exception, or no return within ``timeout`` seconds raises
     :class:`MemoryCallFailed` (module docstring: what happens to a late call).
+    ``on_ingest`` is called after each ``ingest`` that returned (the run's progress).
     """
 
     def __init__(
@@ -147,6 +148,7 @@ class GuardedMemory:
         memory: Any,
         timeout: float | None = None,
         factory: Callable[[], Any] | None = None,
+        on_ingest: Callable[[], None] | None = None,
     ) -> None:
         if timeout is not None and not MIN_MEMORY_TIMEOUT <= timeout <= threading.TIMEOUT_MAX:
             raise ValueError(
@@ -155,6 +157,7 @@ class GuardedMemory:
             )
         self._memory = memory
         self._factory = factory
+        self._on_ingest = on_ingest
         self._timeout = timeout
         self._worker = self._start_worker() if timeout is not None else None
         self._late: concurrent.futures.Future[Any] | None = None
@@ -217,6 +220,8 @@ class GuardedMemory:
 
     def ingest(self, message: Message, session: Session, /) -> None:
         self.call("ingest", message, session)
+        if self._on_ingest is not None:
+            self._on_ingest()
 
     def retrieve(self, query: str, /) -> str:
         context = self.call("retrieve", query)

@@ -5,8 +5,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import threading
+import time
 from collections import deque
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -14,9 +15,9 @@ from himga._errors import HimgaError
 from himga._extras import require
 from himga.data.schema import QAPair, Sample
 from himga.eval._identity import RunIdentity
-from himga.eval._ledger import Ledger
+from himga.eval._ledger import Ledger, turn_count
 from himga.eval._local import evaluate_here
-from himga.eval._options import EvalOptions
+from himga.eval._options import EvalOptions, PhaseMeter
 from himga.eval._result import EvalResult
 from himga.eval._spec import AgentSpec
 from himga.integrations import ProxyCall
@@ -33,6 +34,25 @@ class WorkerStartError(HimgaError, RuntimeError):
     """A Ray worker could not build the agent, or built one whose run identity differs
     from the run's (the message names the differing fields): its results would not
     belong to this run, so the run does not start."""
+
+
+class _IngestTimer:
+    """The worker's phase windows: those of ``meter`` (if any), and the seconds spent in
+    ``"ingest"`` summed, which the driver's progress weighs turns by."""
+
+    def __init__(self, meter: PhaseMeter | None) -> None:
+        self._meter = meter
+        self.seconds = 0.0
+
+    @contextlib.contextmanager
+    def phase(self, name: str, /) -> Iterator[None]:
+        started = time.perf_counter()
+        try:
+            with contextlib.nullcontext() if self._meter is None else self._meter.phase(name):
+                yield
+        finally:
+            if name == "ingest":
+                self.seconds += time.perf_counter() - started
 
 
 class _Worker:
@@ -56,6 +76,7 @@ class _Worker:
         # Closed with the actor's process: its proxies serve on daemon threads.
         self._meter = RunMeter(self._collect) if metered else None
         self._agent, create_memory = spec.assemble(self._meter)
+        self._timer = _IngestTimer(self._meter)
         identity = spec.run_identity(self._agent, **context)
         self._options = EvalOptions(
             show_progress=False,
@@ -64,7 +85,7 @@ class _Worker:
             memory_factory=create_memory,
             identity=identity,
             search_k=identity.search_k,
-            memory_meter=self._meter,
+            memory_meter=self._timer,
         )
 
     def _collect(self, call: ProxyCall) -> None:
@@ -76,13 +97,15 @@ class _Worker:
         assert self._options.identity is not None
         return self._options.identity.to_dict()
 
-    def evaluate(self, sample: Sample) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-        """Every pending question of one sample, evaluated as the local executor does, and
-        the model calls metered since the last sample returned (none unless ``metered``).
+    def evaluate(self, sample: Sample) -> tuple[list[dict[str, Any]], list[dict[str, Any]], float]:
+        """Every pending question of one sample, evaluated as the local executor does, the
+        model calls metered since the last sample returned (none unless ``metered``) and
+        the seconds its ingest took.
 
         Ray runs an actor's tasks one at a time, so those are this sample's -- and
         any of a memory call that timed out before and still runs.
         """
+        self._timer.seconds = 0.0
         answering = (
             contextlib.nullcontext()
             if self._meter is None
@@ -94,7 +117,8 @@ class _Worker:
             self._meter.settle()  # this sample's last calls are collected, not the next's
         with self._lock:
             calls, self._calls = self._calls, []
-        return [result.to_dict() for result in results], [call.to_json() for call in calls]
+        calls_json = [call.to_json() for call in calls]
+        return [result.to_dict() for result in results], calls_json, self._timer.seconds
 
 
 def _ray() -> Any:
@@ -225,9 +249,11 @@ class RayExecutor:
             ledger = Ledger(
                 options.checkpoint,
                 expected,
-                total=sum(len(sample.qa_pairs) for sample in samples),
+                turns=sum(turn_count(sample) for sample in samples),
+                questions=sum(len(sample.qa_pairs) for sample in samples),
                 show_progress=options.show_progress,
                 description="eval (ray)",
+                parallelism=self.num_workers,
             )
             try:
                 work: deque[tuple[Sample, list[QAPair]]] = deque()
@@ -289,6 +315,7 @@ class RayExecutor:
                 # Every actor is gone for good: what is left fails, recorded.
                 while work:
                     sample, pending = work.popleft()
+                    ledger.progress.skip(turns=turn_count(sample))
                     ledger.fail(sample, pending, "no Ray worker is left alive")
                 break
             ready, _ = ray.wait(list(in_flight), num_returns=1)
@@ -296,16 +323,20 @@ class RayExecutor:
                 number, sample, pending = in_flight.pop(ref)
                 load[number] -= 1
                 try:
-                    data, calls = ray.get(ref)
+                    data, calls, ingest_s = ray.get(ref)
                     returned = [EvalResult.from_dict(result) for result in data]
                 except ray.exceptions.RayActorError as exc:
                     if number in live and isinstance(exc, ray.exceptions.ActorDiedError):
                         live.remove(number)
+                    ledger.progress.skip(turns=turn_count(sample))
                     ledger.fail(sample, pending, _after_retries(self, exc))
                     continue
                 except ray.exceptions.RayError as exc:
+                    ledger.progress.skip(turns=turn_count(sample))
                     ledger.fail(sample, pending, _after_retries(self, exc))
                     continue
+                # A worker reports a sample whole: its turns count when it returns.
+                ledger.progress.ingested(turn_count(sample), seconds=ingest_s)
                 if self.on_call is not None:
                     # Before the results, as locally a call is logged when made: a driver
                     # stopped in between reruns the sample, counting its calls again.
