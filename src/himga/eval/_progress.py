@@ -17,6 +17,8 @@ __all__ = ["ProgressBar", "ProgressModel", "ProgressState"]
 #: Steps of the bar (a permille) and the least seconds between two redraws.
 _STEPS = 1000
 _REDRAW_S = 0.2
+#: tqdm's own rate and ETA count bar steps, not work: the text after the bar is ours.
+_FORMAT = "{{desc}}: {{percentage:3.0f}}%|{{bar}}| {text}"
 
 
 @dataclass(frozen=True)
@@ -174,11 +176,12 @@ class ProgressBar:
                 total=_STEPS,
                 desc=description,
                 file=out,
-                bar_format="{desc}: {percentage:3.0f}%|{bar}| {postfix}",
+                bar_format=_FORMAT.format(text=""),
             )
             if enabled and out.isatty()
             else None
         )
+        self._draw(force=True)
 
     def ingest_starts(self, turns: int) -> None:
         """See :meth:`ProgressModel.ingest_starts`."""
@@ -212,7 +215,7 @@ class ProgressBar:
             self._last = now
             state = self.model.state()
             self._bar.n = round((state.fraction or 0.0) * _STEPS)
-            self._bar.set_postfix_str(describe(state), refresh=False)
+            self._bar.bar_format = _FORMAT.format(text=describe(state))
             self._bar.refresh()
 
     def close(self) -> None:
