@@ -92,9 +92,8 @@ def test_the_bar_shows_turns_questions_and_the_eta_on_a_terminal_only() -> None:
         assert stream.getvalue() == ""
 
 
-def test_a_run_counts_every_turn_and_question_and_prints_nothing_off_a_terminal(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
-) -> None:
+def keep_progress_models(monkeypatch: pytest.MonkeyPatch) -> list[ProgressModel]:
+    """The progress model of every run started from now on in this test, in order."""
     made: list[ProgressModel] = []
 
     class Kept(ProgressModel):
@@ -103,6 +102,13 @@ def test_a_run_counts_every_turn_and_question_and_prints_nothing_off_a_terminal(
             made.append(self)
 
     monkeypatch.setattr(ledger_module, "ProgressModel", Kept)
+    return made
+
+
+def test_a_run_counts_every_turn_and_question_and_prints_nothing_off_a_terminal(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    made = keep_progress_models(monkeypatch)
     samples = [make_sample("a", sessions=2, turns=3), make_sample("b", sessions=1, turns=4)]
     agent = BaseAgent(memory=FullContextMemory())
     run_eval(samples, agent=agent, show_progress=True, checkpoint=tmp_path / "c.jsonl")

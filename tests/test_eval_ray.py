@@ -30,6 +30,7 @@ from himga.runs import PER_RUN_FIELDS
 from tests import cost_support
 from tests.data_fixtures import read_run, write_json
 from tests.integration_support import LOCOMO
+from tests.test_eval_progress import keep_progress_models
 
 TIMINGS = ("retrieval_latency_s", "latency_s")
 LOOPBACK = {"127.0.0.1", "::1", "::ffff:127.0.0.1"}
@@ -154,6 +155,20 @@ def test_ray_matches_local_byte_for_byte_and_binds_loopback_only(
     assert ray_header == local_header
     assert len(ray_lines) == len(local_lines)
     assert {(r["sample_id"], r["question_id"]) for r in ray_lines} == {r.key for r in local}
+
+
+def test_the_driver_counts_each_returned_sample_s_turns_and_questions(
+    cluster: Any, samples: list[Sample], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    made = keep_progress_models(monkeypatch)
+    executor = RayExecutor(num_workers=2)
+    run_eval(samples, agent=AgentSpec(memory="bm25"), executor=executor, show_progress=False)
+    state = made[0].state()
+    turns = sum(len(session.messages) for sample in samples for session in sample.sessions)
+    assert (state.turns_done, state.turns_total) == (turns, turns)
+    questions = sum(len(sample.qa_pairs) for sample in samples)
+    assert (state.questions_done, state.questions_total) == (questions, questions)
+    assert (state.fraction, state.eta_s) == (1.0, 0.0)
 
 
 def test_an_actor_killed_mid_sample_loses_and_duplicates_nothing(
