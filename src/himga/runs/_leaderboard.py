@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from himga.eval import (
@@ -47,15 +47,7 @@ class LeaderboardRow:
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict; :meth:`from_dict` is its inverse."""
-        return {
-            "path": self.path,
-            "label": self.label,
-            "questions": self.questions,
-            "errors": self.errors,
-            "memory_errors": self.memory_errors,
-            "by_group": dict(self.by_group),
-            "run_level": dict(self.run_level),
-        }
+        return asdict(self)
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> LeaderboardRow:
@@ -83,11 +75,7 @@ class Leaderboard:
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict; :meth:`from_dict` is its inverse."""
-        return {
-            "metric": self.metric,
-            "groups": list(self.groups),
-            "rows": [row.to_dict() for row in self.rows],
-        }
+        return {**asdict(self), "groups": list(self.groups), "rows": [asdict(r) for r in self.rows]}
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Leaderboard:
