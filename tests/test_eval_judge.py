@@ -204,3 +204,11 @@ def test_locomo_prompt_is_pinned() -> None:
         hashlib.sha256(prompt.encode()).hexdigest()
         == "62395dd312a631dfd9355026a0b69cc936018274c3198b6365b5c2a5c9bca9e0"
     )
+
+
+def test_the_judge_draws_no_bar_when_stderr_is_not_a_terminal(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    scores = batch_judge([make_result()], llm=ScriptedLLM(reply=_grader), show_progress=True)
+    assert list(scores) == [1.0]
+    assert capsys.readouterr().err == ""

@@ -132,7 +132,9 @@ async def abatch_judge(
     if limit < 1:
         raise ValueError(f"max_concurrency must be >= 1, got {limit}")
     slots = asyncio.Semaphore(limit)
-    progress = tqdm(total=len(requests), disable=not show_progress, unit="q", desc="judge")
+    # None: tqdm draws only on a terminal, so a log or a pipe gets no bar (as eval's).
+    quiet = None if show_progress else True
+    progress = tqdm(total=len(requests), disable=quiet, unit="q", desc="judge")
     failures: dict[str, str] = {}
 
     async def ask(key: str) -> None:
