@@ -47,7 +47,11 @@ class RunIdentity:
     * the dataset: its name and ``dataset_sha256`` (``None`` when unknown, e.g.
       samples built in memory);
     * ``search_k``: the hits asked of a searchable memory per question (the
-      depth of its ranking, so of every recall@k).
+      depth of its ranking, so of every recall@k);
+    * ``questions``: the SHA-256 of the sorted question ids of a fixed subset
+      (``--questions``; :attr:`himga.data.QuestionSubset.sha256`), ``None`` for
+      every question -- then left out of :meth:`to_dict`, so the fingerprint of a
+      run without a subset is what it was before subsets existed.
     """
 
     memory_spec: str
@@ -64,10 +68,13 @@ class RunIdentity:
     dataset: str | None = None
     dataset_sha256: str | None = None
     search_k: int = SEARCH_K
+    questions: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready dict of every field."""
+        """A JSON-ready dict of every field (``questions`` only when there is a subset)."""
         data: dict[str, Any] = _frozen(asdict(self))
+        if self.questions is None:
+            del data["questions"]
         return data
 
     @classmethod
@@ -94,7 +101,7 @@ class RunIdentity:
         ours, theirs = self.to_dict(), other.to_dict()
         found: list[str] = []
         for f in fields(self):
-            _diff(f.name, ours[f.name], theirs[f.name], found)
+            _diff(f.name, ours.get(f.name), theirs.get(f.name), found)
         return found
 
 
