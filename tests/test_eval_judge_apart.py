@@ -84,6 +84,13 @@ def test_the_judge_apart_gets_every_judge_request_and_is_recorded(
         assert default["judge"]["model"] == "answerer"
         assert default["judge"]["apart"] is False
         assert default["costs"]["judge_endpoint"] is None
+        judge_url = judge.openai_base_url
+
+    assert main(["report", str(apart)]) == 0
+    report = (apart / "report.md").read_text("utf-8")
+    assert f"verdicts to the judge apart at {judge_url}" in report
+    assert "| judging | judge-m | 4 |" in report
+    assert "| answering | answerer | 4 |" in report
 
     capsys.readouterr()
     assert main(["compare", str(same), str(apart), "--metric", "judge"]) == 0
@@ -120,6 +127,10 @@ def test_another_provider_judges_from_its_own_environment(
     [
         (("--judge-model", "j"), "--judge-model needs --llm"),
         (("--llm", "openai", "--no-judge", "--judge-llm", "openai"), "--judge-llm contradicts"),
+        (
+            ("--llm", "openai", "--judge-base-url", "localhost:9"),
+            "--judge-base-url must be an http:// or https:// URL, got 'localhost:9'",
+        ),
     ],
 )
 def test_judge_options_without_a_judging_run_are_usage_errors(

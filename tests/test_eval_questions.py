@@ -64,6 +64,8 @@ def test_only_the_listed_questions_run_and_other_samples_are_not_ingested(
     assert manifest["dataset"]["samples"] == 1
     assert manifest["questions"]["file"] == str(questions)
     assert manifest["questions"]["ids"] == 2
+    assert main(["report", str(out)]) == 0
+    assert f"Only the 2 questions of `{questions}`" in (out / "report.md").read_text("utf-8")
 
     # The id set, not the file, is the identity: reordered with other comments, it resumes.
     questions.write_text("conv-b:q1\n# reordered\nconv-b:q2\n", "utf-8")

@@ -12,6 +12,7 @@ import warnings
 from dataclasses import fields
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from himga._cli._check import INTERRUPTED
 from himga._cli._options import memory_timeout
@@ -230,6 +231,9 @@ def _usage_error(args: argparse.Namespace) -> str | None:
         if getattr(args, judge_option) is not None and (args.llm is None or args.judge is False):
             flag = f"--{judge_option.replace('_', '-')}"
             return f"{flag} needs --llm" if args.llm is None else f"{flag} contradicts --no-judge"
+    url = args.judge_base_url
+    if url is not None and not (urlsplit(url).scheme in ("http", "https") and urlsplit(url).netloc):
+        return f"--judge-base-url must be an http:// or https:// URL, got {url!r}"
     if args.ray is None and (args.workers is not None or args.worker_resource):
         return "--workers and --worker-resource need --ray"
     for option in ("limit", "concurrency", "workers"):
