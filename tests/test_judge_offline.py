@@ -7,8 +7,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -23,6 +21,7 @@ from himga.eval import EvalResult
 from himga.eval.judge import offline_judge_responder
 from tests.data_fixtures import read_run
 from tests.external_benchmark import ToyJudge
+from tests.fake_llm_support import fake_llm_command
 from tests.test_eval_support import make_result
 
 RIGHT = "She went to Paris in May"
@@ -111,23 +110,13 @@ def test_fake_llm_and_eval_judge_every_beam_answer(
 ) -> None:
     """Before Judge.offline_reply, 36 of BEAM-100K's first 40 answers were unjudgeable."""
     get_benchmark("beam-100k")
-    fake = subprocess.Popen(
-        [sys.executable, "-m", "himga", "fake-llm", "--port", "0"],
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        assert fake.stdout is not None
-        base_url = fake.stdout.readline().split()[4]
-        monkeypatch.setenv("OPENAI_BASE_URL", base_url + "/v1")
+    with fake_llm_command() as fake:
+        monkeypatch.setenv("OPENAI_BASE_URL", fake.base_url + "/v1")
         monkeypatch.setenv("OPENAI_API_KEY", "fake")
         out = tmp_path / "run"
         argv = ["eval", "--dataset", "beam-100k", "--llm", "openai", "--model", "fake"]
         argv += ["--limit", "1", "--no-preflight", "--no-progress", "--out", str(out)]
         assert main(argv) == 0
-    finally:
-        fake.terminate()
-        fake.communicate(timeout=30)
     results, metrics, _ = read_run(out)
     assert metrics["counts"]["judge_errors"] == 0
     assert len(results) == metrics["counts"]["judged"] == 20

@@ -14,8 +14,9 @@ from himga.memory._registry import memory_provenance
 
 if TYPE_CHECKING:
     from himga.agent._agent import BaseAgent
+    from himga.llm._protocol import LLMClient
 
-__all__ = ["SEARCH_K", "RunIdentity", "memory_config", "run_identity"]
+__all__ = ["SEARCH_K", "RunIdentity", "llm_identity", "memory_config", "run_identity"]
 
 #: The default search depth: hits asked of a searchable memory per question.
 SEARCH_K = 50
@@ -149,14 +150,7 @@ def run_identity(
     memory_class = f"{type(memory).__module__}:{type(memory).__qualname__}"
     provenance = memory_provenance([type(memory).__module__])
     llm = agent.llm
-    answer = None
-    if llm is not None:
-        answer = {
-            "provider": llm.provider,
-            "model": llm.model,
-            "temperature": temperature_of(llm),
-            "max_tokens": agent.max_tokens,
-        }
+    answer = None if llm is None else {**llm_identity(llm), "max_tokens": agent.max_tokens}
     return RunIdentity(
         memory_spec=memory_spec or memory_class,
         memory_arguments=dict(memory_arguments or {}),
@@ -173,6 +167,12 @@ def run_identity(
         dataset_sha256=dataset_sha256,
         search_k=search_k,
     )
+
+
+def llm_identity(llm: LLMClient) -> dict[str, Any]:
+    """What identifies a model client in a run, the answerer's and the judge's alike:
+    provider, model and temperature."""
+    return {"provider": llm.provider, "model": llm.model, "temperature": temperature_of(llm)}
 
 
 def temperature_of(llm: object) -> float | None:

@@ -49,20 +49,21 @@ class RunMeter:
     def __exit__(self, *exc: object) -> None:
         self._stack.close()
 
-    def _memory_proxy(self, upstream: str) -> RecordingProxy:
+    def _proxy(self, pool: dict[str, RecordingProxy], upstream: str) -> RecordingProxy:
+        """The proxy of ``upstream`` in ``pool``, started (and added) on first use."""
         with self._lock:
-            proxy = self._memory.get(upstream)
-            if proxy is None:
-                proxy = self._stack.enter_context(RecordingProxy(upstream, on_call=self._on_call))
-                self._memory[upstream] = proxy
-                if self._window is not None:
+            if upstream not in pool:
+                pool[upstream] = self._stack.enter_context(
+                    RecordingProxy(upstream, on_call=self._on_call)
+                )
+                if pool is self._memory and self._window is not None:
                     name, window = self._window
-                    window.enter_context(proxy.phase(name))
-            return proxy
+                    window.enter_context(pool[upstream].phase(name))
+            return pool[upstream]
 
     def memory_upstream(self, upstream: str) -> str:
         """The URL the memory's client calls instead of ``upstream``."""
-        return self._memory_proxy(upstream).url
+        return self._proxy(self._memory, upstream).url
 
     def route(self, memory: object) -> None:
         """Route ``memory``'s endpoint through a proxy if it is an
@@ -74,28 +75,20 @@ class RunMeter:
             if upstream is not None:
                 memory.route_llm(self.memory_upstream(upstream))
 
-    def _answer_proxy(self, upstream: str) -> RecordingProxy:
-        with self._lock:
-            proxy = self._answer.get(upstream)
-            if proxy is None:
-                proxy = self._stack.enter_context(RecordingProxy(upstream, on_call=self._on_call))
-                self._answer[upstream] = proxy
-            return proxy
-
     def answer_upstream(self, upstream: str) -> str:
         """The URL the answering (and, by default, judging) client calls instead of
         ``upstream``."""
         with self._lock:
             if self._answer_upstream is None:
                 self._answer_upstream = upstream
-            return self._answer_proxy(upstream).url
+            return self._proxy(self._answer, upstream).url
 
     def judge_upstream(self, upstream: str) -> str:
         """The URL a judge apart from the answerer calls instead of ``upstream``: its
         calls are counted in the ``judging`` window as the answerer's would be."""
         with self._lock:
             self._judge_upstream = upstream
-            return self._answer_proxy(upstream).url
+            return self._proxy(self._answer, upstream).url
 
     @contextlib.contextmanager
     def phase(self, name: str, /) -> Iterator[None]:

@@ -32,7 +32,7 @@ from himga.eval import (
     run_eval,
 )
 from himga.eval._checkpoint import Checkpoint
-from himga.eval._identity import memory_config, temperature_of
+from himga.eval._identity import llm_identity, memory_config, temperature_of
 from himga.eval._memory_calls import DEFAULT_MEMORY_TIMEOUT
 from himga.eval._shard import coverage
 from himga.integrations import CostSummary, ProxyCall
@@ -296,9 +296,7 @@ def _evaluate(
     benchmark_judge = get_benchmark(request.dataset).judge
     if judge_llm is not None and judging:
         judge_identity = {
-            "provider": judge_llm.provider,
-            "model": judge_llm.model,
-            "temperature": temperature_of(judge_llm),
+            **llm_identity(judge_llm),
             "prompt_hashes": judge_prompt_hashes(
                 benchmark_judge.prompts if benchmark_judge else {}
             ),
