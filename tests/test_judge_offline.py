@@ -8,20 +8,22 @@ import dataclasses
 import json
 import math
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from himga._cli import main
-from himga.benchmarks import Judge, get_benchmark
+from himga.benchmarks import Judge, _registry, get_benchmark, register_benchmark
 from himga.benchmarks.beam import BeamJudge
 from himga.benchmarks.locomo import LocomoJudge
 from himga.benchmarks.locomo_plus import LocomoPlusJudge
 from himga.benchmarks.longmemeval import LongMemEvalJudge
 from himga.eval import EvalResult
 from himga.eval.judge import offline_judge_responder
+from himga.llm import FakeLLMServer
 from tests.data_fixtures import read_run
-from tests.external_benchmark import ToyJudge
-from tests.fake_llm_support import fake_llm_command
+from tests.external_benchmark import ToyJudge, ToyQA, write_toyqa
+from tests.fake_llm_support import fake_llm_command, point_at
 from tests.test_eval_support import make_result
 
 RIGHT = "She went to Paris in May"
@@ -123,3 +125,34 @@ def test_fake_llm_and_eval_judge_every_beam_answer(
     assert all(r["judge"] is not None and not math.isnan(r["judge"]) for r in results)
     assert {r["category"] for r in results} == set(get_benchmark("beam-100k").categories)
     assert json.loads((out / "manifest.json").read_text("utf-8"))["judge"]["errors"] == 0
+
+
+class _OldToyJudge:
+    """A plug-in judge written before ``offline_reply``: it judges, but cannot tell the fake
+    what its verdict looks like."""
+
+    prompts = ToyJudge.prompts
+    requests = ToyJudge.requests
+    parse = ToyJudge.parse
+    score = ToyJudge.score
+
+
+@pytest.mark.parametrize(("judge", "status"), [(ToyJudge(), 0), (_OldToyJudge(), 3)])
+def test_a_plug_in_is_judged_offline_through_its_offline_reply(
+    judge: Any, status: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(_registry, "_registered", {})
+    register_benchmark(dataclasses.replace(ToyQA(name="toyqa-offline"), judge=judge))
+    data = write_toyqa(tmp_path / "toyqa.json")
+    out = tmp_path / "run"
+    with FakeLLMServer(responder=offline_judge_responder) as server:
+        point_at(server, "openai", monkeypatch)
+        argv = ["eval", "--dataset", "toyqa-offline", "--data-path", str(data)]
+        argv += ["--llm", "openai", "--no-preflight", "--no-progress", "--out", str(out)]
+        assert main(argv) == status
+    results, metrics, _ = read_run(out)
+    if status == 0:
+        assert metrics["counts"]["judged"] == len(results) == 4
+    else:  # never a score: every answer is a judge error
+        assert metrics["counts"]["judge_errors"] == len(results) == 4
+        assert all(r["judge"] is None for r in results)
