@@ -6,7 +6,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from himga.llm import ChatMessage, ChatRequest, RecordedRequest, offline_responder
+from himga.eval.judge import offline_judge_responder
+from himga.llm import ChatMessage, ChatRequest, RecordedRequest
 
 
 def phase_of(messages: list[ChatMessage]) -> str:
@@ -25,7 +26,7 @@ def respond(request: ChatRequest) -> str:
         assert request.response_format == "json_object"
         newest = request[-1]["content"].split()[-6:]
         return json.dumps({"memory": [{"text": "Fact: " + " ".join(newest)}]})
-    return offline_responder(request)
+    return offline_judge_responder(request)
 
 
 def received(requests: list[RecordedRequest]) -> dict[str, int]:

@@ -56,6 +56,15 @@ class ToyJudge:
         assert isinstance(verdict, Mapping)
         return 1.0 if verdict["match"] else 0.0
 
+    def offline_reply(self, text: str) -> str | None:
+        """MATCH when the response names every keyword (MISS without keywords)."""
+        head, found, response = text.partition("\nResponse: ")
+        if not (head.startswith("Question: ") and found and "\nKeywords: " in head):
+            return None
+        keywords = [k for k in head.partition("\nKeywords: ")[2].split(", ") if k]
+        hit = bool(keywords) and all(k.lower() in response.lower() for k in keywords)
+        return "MATCH" if hit else "MISS"
+
 
 def _keyword_hit(result: EvalResult, judge: float | None) -> float | None:
     keywords = [str(k).lower() for k in result.gold.get("keywords", ())]

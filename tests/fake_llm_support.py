@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import signal
+import subprocess
+import sys
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
 
 import pytest
 
@@ -11,6 +16,35 @@ from himga.data.schema import Sample
 from himga.eval import EvalResult, JudgeScores, batch_judge, run_eval
 from himga.llm import ChatMessage, FakeLLMServer, RecordedRequest, get_client
 from himga.memory import BM25Memory
+
+
+@dataclass
+class FakeLLMCommand:
+    """A ``himga fake-llm --port 0`` process: its ``base_url``; once stopped, its
+    ``returncode`` and what it printed (``output``)."""
+
+    base_url: str
+    returncode: int | None = None
+    output: str = ""
+
+
+@contextmanager
+def fake_llm_command() -> Iterator[FakeLLMCommand]:
+    """Runs ``himga fake-llm --port 0`` for the block, then stops it with SIGTERM."""
+    server = subprocess.Popen(
+        [sys.executable, "-m", "himga", "fake-llm", "--port", "0"],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert server.stdout is not None
+    command = FakeLLMCommand(server.stdout.readline().split()[4])
+    try:
+        yield command
+    finally:
+        server.send_signal(signal.SIGTERM)
+        command.output, _ = server.communicate(timeout=30)
+        command.returncode = server.returncode
+
 
 #: The test API key for each provider.
 KEYS = {"anthropic": "sk-ant-test-key", "openai": "sk-openai-test-key"}

@@ -22,6 +22,7 @@ from typing import Any
 
 import pytest
 
+from tests.fake_llm_support import fake_llm_command
 from tests.trust_memories import MARKER
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
@@ -417,25 +418,15 @@ def test_a_changed_memory_source_refuses_to_resume_until_fresh(tmp_path: Path) -
 
 
 def test_fake_llm_serves_the_llm_path_without_echoed_verdicts(tmp_path: Path) -> None:
-    server = subprocess.Popen(
-        [sys.executable, "-m", "himga", "fake-llm", "--port", "0"],
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        assert server.stdout is not None
-        base_url = server.stdout.readline().split()[4]
-        assert base_url.startswith("http://127.0.0.1:")
+    with fake_llm_command() as server:
+        assert server.base_url.startswith("http://127.0.0.1:")
         out = tmp_path / "run"
-        env = {"ANTHROPIC_BASE_URL": base_url, "ANTHROPIC_API_KEY": "fake"}
+        env = {"ANTHROPIC_BASE_URL": server.base_url, "ANTHROPIC_API_KEY": "fake"}
         argv = ["--memory", "bm25", "--llm", "anthropic", "--model", "fake", "--limit", "1"]
         run = himga("eval", *argv, "--out", str(out), "--no-progress", env=env)
         assert run.returncode == 0, run.stderr
-    finally:
-        server.send_signal(signal.SIGTERM)
-        stopped, _ = server.communicate(timeout=30)
     assert server.returncode == 0
-    assert "stopped after" in stopped
+    assert "stopped after" in server.output
     metrics = _json(out / "metrics.json")
     manifest = _json(out / "manifest.json")
     assert manifest["arguments"]["judge"] is True

@@ -91,7 +91,13 @@ def test_a_memory_without_an_endpoint_costs_nothing_and_says_so(
     argv = ["eval", "--memory", "keyword", "--limit", "1", "--no-progress", "--no-preflight"]
     assert main([*argv, "--out", str(out)]) == 0
     _, _, manifest = read_run(out)
-    assert manifest["costs"] == {"phases": [], "memory_endpoints": [], "answer_endpoint": None}
+    assert manifest["costs"] == {
+        "phases": [],
+        "models": [],
+        "memory_endpoints": [],
+        "answer_endpoint": None,
+        "judge_endpoint": None,
+    }
     assert not (out / "calls.jsonl").read_text("utf-8")
     run = RunDir(out).read()
     text = render_report(run, "table", "figure")

@@ -99,7 +99,14 @@ def test_an_unreachable_upstream_is_a_recorded_502() -> None:
         proxy.settle()
         assert proxy.calls == [
             ProxyCall(
-                "ingest", "chat", "/v1/chat/completions", 502, None, None, proxy.calls[0].seconds
+                "ingest",
+                "chat",
+                "/v1/chat/completions",
+                502,
+                None,
+                None,
+                proxy.calls[0].seconds,
+                "m",  # the model the request named, though no upstream answered
             )
         ]
     assert proxy.summary()["ingest"].errors == 1

@@ -15,6 +15,7 @@ import pytest
 
 from himga._cli import main
 from himga.eval import redact
+from himga.eval.judge import offline_judge_responder
 from himga.llm import ChatMessage, FakeLLMServer, offline_responder
 
 KEY = "sk-test-0123456789abcdefghij"
@@ -73,7 +74,7 @@ def test_a_short_key_in_the_environment_changes_no_output(
 def test_the_fake_llm_recipe_records_the_model_as_given(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    with FakeLLMServer(responder=offline_responder) as server:
+    with FakeLLMServer(responder=offline_judge_responder) as server:
         monkeypatch.setenv("ANTHROPIC_BASE_URL", server.anthropic_base_url)
         monkeypatch.setenv("ANTHROPIC_API_KEY", "fake")
         argv = [*QUICK, "--llm", "anthropic", "--model", "fake", "--out", str(tmp_path / "r")]

@@ -94,6 +94,8 @@ def run(args: argparse.Namespace) -> int:
     except OSError as exc:  # only the figure is written
         print(f"himga compare: error: cannot write {args.plot}: {exc.strerror}", file=sys.stderr)
         return 2
+    for warning in comparison["warnings"]:
+        print(f"himga compare: warning: {warning}", file=sys.stderr)
     if args.json:
         print(json.dumps(comparison, indent=2))
     else:

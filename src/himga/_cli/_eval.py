@@ -12,6 +12,7 @@ import warnings
 from dataclasses import fields
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from himga._cli._check import INTERRUPTED
 from himga._cli._options import memory_timeout
@@ -122,7 +123,37 @@ def register(commands: Any) -> None:
         "--judge",
         action=argparse.BooleanOptionalAction,
         default=None,
-        help="judge the answers with the same LLM (default: on when --llm is given)",
+        help="judge the answers (default: on when --llm is given; with the answerer's LLM "
+        "unless --judge-llm / --judge-model / --judge-base-url say otherwise)",
+    )
+    parser.add_argument(
+        "--judge-llm",
+        default=None,
+        metavar="PROVIDER",
+        help="judge with this provider, apart from the answerer (any provider --llm takes; "
+        "default: the answerer's)",
+    )
+    parser.add_argument(
+        "--judge-model",
+        default=None,
+        metavar="M",
+        help="judge with this model (default: --model when the judge's provider is the "
+        "answerer's, else the provider's default)",
+    )
+    parser.add_argument(
+        "--judge-base-url",
+        default=None,
+        metavar="URL",
+        help="the judge's server, when it is another OpenAI- or Anthropic-compatible one "
+        "than the answerer's (default: the provider's environment variable)",
+    )
+    parser.add_argument(
+        "--questions",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help="evaluate only these questions: a file of question ids, one a line (blank "
+        "lines and # comments allowed); part of the run identity",
     )
     parser.add_argument(
         "--concurrency", type=int, default=None, help="LLM calls in flight (default: client's)"
@@ -196,6 +227,13 @@ def _usage_error(args: argparse.Namespace) -> str | None:
             return f"--{needs_llm.replace('_', '-')} needs --llm"
     if args.llm is None and args.judge:
         return "--judge needs --llm"
+    for judge_option in ("judge_llm", "judge_model", "judge_base_url"):
+        if getattr(args, judge_option) is not None and (args.llm is None or args.judge is False):
+            flag = f"--{judge_option.replace('_', '-')}"
+            return f"{flag} needs --llm" if args.llm is None else f"{flag} contradicts --no-judge"
+    url = args.judge_base_url
+    if url is not None and not (urlsplit(url).scheme in ("http", "https") and urlsplit(url).netloc):
+        return f"--judge-base-url must be an http:// or https:// URL, got {url!r}"
     if args.ray is None and (args.workers is not None or args.worker_resource):
         return "--workers and --worker-resource need --ray"
     for option in ("limit", "concurrency", "workers"):
@@ -220,7 +258,12 @@ def _usage_error(args: argparse.Namespace) -> str | None:
 
 def run(args: argparse.Namespace) -> int:
     from himga._extras import MissingExtraError
-    from himga.data import DatasetError, DatasetNotFoundError, UnknownDatasetError
+    from himga.data import (
+        DatasetError,
+        DatasetNotFoundError,
+        QuestionFileError,
+        UnknownDatasetError,
+    )
     from himga.eval import CheckpointError
     from himga.llm import LLMConfigError
     from himga.memory import MemoryLoadError
@@ -240,6 +283,7 @@ def run(args: argparse.Namespace) -> int:
         LLMConfigError,
         MemoryLoadError,
         MissingExtraError,
+        QuestionFileError,
         RunDirError,
         RunReadError,
         UnknownDatasetError,

@@ -20,8 +20,9 @@ def register(commands: Any) -> None:
         help="serve a loopback fake LLM (Anthropic and OpenAI APIs) to try the LLM path offline",
         description=(
             "Serve himga.llm.FakeLLMServer on 127.0.0.1 with the offline "
-            "responder: answers are the first line of the retrieved context, judge verdicts "
-            "come from word overlap with the gold answer, never from text of the prompt. "
+            "responder: answers are the first line of the retrieved context; each registered "
+            "benchmark's judge gives its verdicts (Judge.offline_reply: word overlap with the "
+            "gold answer, never text of the prompt). "
             "Prints the base URLs to export, then serves until interrupted (Ctrl-C, SIGTERM)."
         ),
     )
@@ -68,10 +69,11 @@ def _load(spec: str) -> Any:
 
 def run(args: argparse.Namespace) -> int:
     """Serve until SIGINT or SIGTERM; 0 then, 2 on a bad option or a busy port."""
-    from himga.llm import FakeLLMServer, offline_responder
+    from himga.eval.judge import offline_judge_responder
+    from himga.llm import FakeLLMServer
 
     try:
-        responder = offline_responder if args.responder is None else _load(args.responder)
+        responder = offline_judge_responder if args.responder is None else _load(args.responder)
         server = FakeLLMServer(
             responder=responder,
             latency=args.latency,

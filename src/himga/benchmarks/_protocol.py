@@ -86,6 +86,18 @@ class Judge(Protocol):
         :meth:`requests`; 1.0 is fully right."""
         ...
 
+    def offline_reply(self, text: str) -> str | None:
+        """The reply a model judging as asked would give to the request whose filled
+        prompt is ``text``, its verdict decided without a model (e.g. by word overlap
+        of answer and gold, both in ``text``); ``None`` when ``text`` is none of this
+        judge's requests.
+
+        The loopback fake LLM (``himga fake-llm``) answers judge requests with it, so
+        the offline path judges every benchmark; :meth:`parse` must accept the reply.
+        Only ``text`` may decide it: the verdict never copies prompt text.
+        """
+        ...
+
 
 @runtime_checkable
 class Benchmark(Protocol):

@@ -18,6 +18,7 @@ from himga.data._load import iter_dataset, load_dataset
 from himga.data._registry import DatasetSpec
 from himga.data._resolve import Resolution, cache_dir, resolve_dataset
 from himga.data._stats import DatasetStats, dataset_stats
+from himga.data._subset import QuestionFileError, QuestionSubset
 from himga.data.schema import Category, Message, QAPair, Sample, Session
 
 __all__ = [
@@ -33,6 +34,8 @@ __all__ = [
     "EvidenceWarning",
     "Message",
     "QAPair",
+    "QuestionFileError",
+    "QuestionSubset",
     "Resolution",
     "Sample",
     "Session",

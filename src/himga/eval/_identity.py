@@ -14,8 +14,9 @@ from himga.memory._registry import memory_provenance
 
 if TYPE_CHECKING:
     from himga.agent._agent import BaseAgent
+    from himga.llm._protocol import LLMClient
 
-__all__ = ["SEARCH_K", "RunIdentity", "memory_config", "run_identity"]
+__all__ = ["SEARCH_K", "RunIdentity", "llm_identity", "memory_config", "run_identity"]
 
 #: The default search depth: hits asked of a searchable memory per question.
 SEARCH_K = 50
@@ -47,7 +48,11 @@ class RunIdentity:
     * the dataset: its name and ``dataset_sha256`` (``None`` when unknown, e.g.
       samples built in memory);
     * ``search_k``: the hits asked of a searchable memory per question (the
-      depth of its ranking, so of every recall@k).
+      depth of its ranking, so of every recall@k);
+    * ``questions``: the SHA-256 of the sorted question ids of a fixed subset
+      (``--questions``; :attr:`himga.data.QuestionSubset.sha256`), ``None`` for
+      every question -- then left out of :meth:`to_dict`, so the fingerprint of a
+      run without a subset is what it was before subsets existed.
     """
 
     memory_spec: str
@@ -64,10 +69,13 @@ class RunIdentity:
     dataset: str | None = None
     dataset_sha256: str | None = None
     search_k: int = SEARCH_K
+    questions: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready dict of every field."""
+        """A JSON-ready dict of every field (``questions`` only when there is a subset)."""
         data: dict[str, Any] = _frozen(asdict(self))
+        if self.questions is None:
+            del data["questions"]
         return data
 
     @classmethod
@@ -94,7 +102,7 @@ class RunIdentity:
         ours, theirs = self.to_dict(), other.to_dict()
         found: list[str] = []
         for f in fields(self):
-            _diff(f.name, ours[f.name], theirs[f.name], found)
+            _diff(f.name, ours.get(f.name), theirs.get(f.name), found)
         return found
 
 
@@ -142,14 +150,7 @@ def run_identity(
     memory_class = f"{type(memory).__module__}:{type(memory).__qualname__}"
     provenance = memory_provenance([type(memory).__module__])
     llm = agent.llm
-    answer = None
-    if llm is not None:
-        answer = {
-            "provider": llm.provider,
-            "model": llm.model,
-            "temperature": temperature_of(llm),
-            "max_tokens": agent.max_tokens,
-        }
+    answer = None if llm is None else {**llm_identity(llm), "max_tokens": agent.max_tokens}
     return RunIdentity(
         memory_spec=memory_spec or memory_class,
         memory_arguments=dict(memory_arguments or {}),
@@ -166,6 +167,12 @@ def run_identity(
         dataset_sha256=dataset_sha256,
         search_k=search_k,
     )
+
+
+def llm_identity(llm: LLMClient) -> dict[str, Any]:
+    """What identifies a model client in a run, the answerer's and the judge's alike:
+    provider, model and temperature."""
+    return {"provider": llm.provider, "model": llm.model, "temperature": temperature_of(llm)}
 
 
 def temperature_of(llm: object) -> float | None:

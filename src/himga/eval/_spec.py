@@ -139,6 +139,15 @@ class AgentSpec:
         assert self.llm is not None
         return get_client(self.llm, model=self.model, **{**self.llm_settings, **overrides})
 
+    def metered_llm(
+        self, upstream_of: Callable[[str], str], direct: SDKClient | None = None
+    ) -> SDKClient:
+        """The client of these settings calling through a recording proxy: the URL
+        ``upstream_of`` gives for the base URL ``direct`` (default: a new client of
+        these settings) calls, sharing its cache."""
+        direct = direct if direct is not None else self._client()
+        return self._client(base_url=upstream_of(direct.base_url), cache=direct.cache)
+
     def build(self, meter: RunMeter | None = None) -> BaseAgent:
         """A new agent: the memory from its factory and arguments, the LLM client, the budget
         (``meter``: see :meth:`assemble`)."""
@@ -162,8 +171,7 @@ class AgentSpec:
         direct = None if self.llm is None else self._client()
         answering = direct
         if meter is not None and direct is not None:
-            upstream = meter.answer_upstream(direct.base_url)
-            answering = self._client(base_url=upstream, cache=direct.cache)
+            answering = self.metered_llm(meter.answer_upstream, direct)
 
         @functools.cache
         def memory_llm(direct: SDKClient) -> SDKClient:

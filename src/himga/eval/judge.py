@@ -24,15 +24,17 @@ from typing import Any
 from tqdm.auto import tqdm
 
 from himga.benchmarks._protocol import JSONValue, Judge, JudgeRequest, UnjudgeableError
-from himga.benchmarks._registry import find_benchmark
+from himga.benchmarks._registry import benchmarks, find_benchmark
 from himga.eval._result import EvalResult
-from himga.llm._protocol import CachingLLMClient, HasTemperature, LLMClient
+from himga.llm._fake_server import offline_responder
+from himga.llm._protocol import CachingLLMClient, ChatMessage, HasTemperature, LLMClient
 
 __all__ = [
     "JudgeScores",
     "UnjudgeableError",
     "abatch_judge",
     "batch_judge",
+    "offline_judge_responder",
     "prompt_hashes",
 ]
 
@@ -92,6 +94,25 @@ def _judge_of(result: EvalResult) -> Judge:
     if benchmark is None or benchmark.judge is None:
         raise UnjudgeableError(f"not judged: dataset {result.dataset!r} has no judge")
     return benchmark.judge
+
+
+def offline_judge_responder(messages: list[ChatMessage]) -> str:
+    """The loopback fake LLM's reply (a :class:`~himga.llm.Responder`) that speaks every
+    registered benchmark's judge: a request one of their judges made is answered by
+    that judge's :meth:`~himga.benchmarks.Judge.offline_reply`, any other (an answer
+    prompt) by :func:`himga.llm.offline_responder`.
+
+    A judge of a plug-in older than :meth:`~himga.benchmarks.Judge.offline_reply`
+    (not a :class:`~himga.benchmarks.Judge` at run time) is passed over, so its
+    requests get no verdict and are counted as judge errors, never as scores.
+    """
+    text = next((m["content"] for m in reversed(messages) if m["role"] == "user"), "")
+    judges = {id(b.judge): b.judge for b in benchmarks().values() if isinstance(b.judge, Judge)}
+    for judge in judges.values():
+        reply = judge.offline_reply(text)
+        if reply is not None:
+            return reply
+    return offline_responder(messages)
 
 
 async def abatch_judge(

@@ -23,10 +23,12 @@ class RunMeter:
     record is passed to ``on_call`` (on the proxy's thread serving it).
 
     :meth:`route` sends a memory's own endpoint through a proxy (one per upstream,
-    started on first use); :meth:`memory_upstream` and :meth:`answer_upstream` give
-    the URL a client should call instead of an upstream, for the memory's client
-    and the answering and judging one. :meth:`phase` is the memory's window (a
-    :class:`~himga.eval.PhaseMeter`), :meth:`answer_phase` the answering client's.
+    started on first use); :meth:`memory_upstream`, :meth:`answer_upstream` and
+    :meth:`judge_upstream` give the URL a client should call instead of an upstream,
+    for the memory's client, the answering one and a judge apart from it (which
+    shares the answerer's proxy when it calls the same upstream). :meth:`phase` is
+    the memory's window (a :class:`~himga.eval.PhaseMeter`), :meth:`answer_phase`
+    the answering and judging clients'.
     """
 
     def __init__(self, on_call: Callable[[ProxyCall], None]) -> None:
@@ -34,8 +36,10 @@ class RunMeter:
         self._lock = threading.RLock()
         self._stack = ExitStack()
         self._memory: dict[str, RecordingProxy] = {}
-        self._answer: RecordingProxy | None = None
+        # The answering and judging clients' proxies, one per upstream.
+        self._answer: dict[str, RecordingProxy] = {}
         self._answer_upstream: str | None = None
+        self._judge_upstream: str | None = None
         # The memory's open window, which a proxy started inside it joins.
         self._window: tuple[str, ExitStack] | None = None
 
@@ -45,20 +49,21 @@ class RunMeter:
     def __exit__(self, *exc: object) -> None:
         self._stack.close()
 
-    def _memory_proxy(self, upstream: str) -> RecordingProxy:
+    def _proxy(self, pool: dict[str, RecordingProxy], upstream: str) -> RecordingProxy:
+        """The proxy of ``upstream`` in ``pool``, started (and added) on first use."""
         with self._lock:
-            proxy = self._memory.get(upstream)
-            if proxy is None:
-                proxy = self._stack.enter_context(RecordingProxy(upstream, on_call=self._on_call))
-                self._memory[upstream] = proxy
-                if self._window is not None:
+            if upstream not in pool:
+                pool[upstream] = self._stack.enter_context(
+                    RecordingProxy(upstream, on_call=self._on_call)
+                )
+                if pool is self._memory and self._window is not None:
                     name, window = self._window
-                    window.enter_context(proxy.phase(name))
-            return proxy
+                    window.enter_context(pool[upstream].phase(name))
+            return pool[upstream]
 
     def memory_upstream(self, upstream: str) -> str:
         """The URL the memory's client calls instead of ``upstream``."""
-        return self._memory_proxy(upstream).url
+        return self._proxy(self._memory, upstream).url
 
     def route(self, memory: object) -> None:
         """Route ``memory``'s endpoint through a proxy if it is an
@@ -71,14 +76,19 @@ class RunMeter:
                 memory.route_llm(self.memory_upstream(upstream))
 
     def answer_upstream(self, upstream: str) -> str:
-        """The URL the answering and judging client calls instead of ``upstream``."""
+        """The URL the answering (and, by default, judging) client calls instead of
+        ``upstream``."""
         with self._lock:
-            if self._answer is None:
-                self._answer = self._stack.enter_context(
-                    RecordingProxy(upstream, on_call=self._on_call)
-                )
+            if self._answer_upstream is None:
                 self._answer_upstream = upstream
-            return self._answer.url
+            return self._proxy(self._answer, upstream).url
+
+    def judge_upstream(self, upstream: str) -> str:
+        """The URL a judge apart from the answerer calls instead of ``upstream``: its
+        calls are counted in the ``judging`` window as the answerer's would be."""
+        with self._lock:
+            self._judge_upstream = upstream
+            return self._proxy(self._answer, upstream).url
 
     @contextlib.contextmanager
     def phase(self, name: str, /) -> Iterator[None]:
@@ -96,15 +106,18 @@ class RunMeter:
 
     @contextlib.contextmanager
     def answer_phase(self, name: str, /) -> Iterator[None]:
-        """The answering and judging client's calls inside the block count for ``name``."""
-        with self._answer.phase(name) if self._answer is not None else contextlib.nullcontext():
+        """The answering and judging clients' calls inside the block count for ``name``."""
+        with ExitStack() as window:
+            with self._lock:
+                for proxy in self._answer.values():
+                    window.enter_context(proxy.phase(name))
             yield
 
     def settle(self) -> None:
         """Wait until every call answered so far has been passed to ``on_call``
         (:meth:`~himga.integrations.RecordingProxy.settle` on each proxy)."""
         with self._lock:
-            proxies = [*self._memory.values(), *([self._answer] if self._answer else [])]
+            proxies = [*self._memory.values(), *self._answer.values()]
         for proxy in proxies:
             proxy.settle()
 
@@ -119,3 +132,12 @@ class RunMeter:
         """The public URL of the answering client's upstream; ``None`` without one."""
         upstream = self._answer_upstream
         return None if upstream is None else public_url(upstream)
+
+    @property
+    def judge_endpoint(self) -> str | None:
+        """The public URL of a judge apart's upstream; ``None`` when there is none or it
+        is the answerer's."""
+        upstream = self._judge_upstream
+        if upstream is None or upstream == self._answer_upstream:
+            return None
+        return public_url(upstream)

@@ -10,7 +10,7 @@ import socket
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
@@ -39,7 +39,9 @@ class ProxyCall:
     ``"embeddings"``, ``"messages"`` (Anthropic), ``"responses"`` (OpenAI) or
     ``"other"``. Tokens are what the upstream's ``usage`` reported (cached input
     included), ``None`` when it reported none; ``status`` is 502 when the upstream
-    could not be reached; ``seconds`` is the upstream round trip as the proxy saw it.
+    could not be reached; ``seconds`` is the upstream round trip as the proxy saw it;
+    ``model`` is the ``"model"`` the request's JSON body named (``None``: it named
+    none, or the call was recorded by a himga that did not read it).
     """
 
     phase: str
@@ -49,6 +51,7 @@ class ProxyCall:
     input_tokens: int | None
     output_tokens: int | None
     seconds: float
+    model: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         """A JSON-ready dict of every field, the path without its query string (which
@@ -61,11 +64,13 @@ class ProxyCall:
             "input_tokens": self.input_tokens,
             "output_tokens": self.output_tokens,
             "seconds": round(self.seconds, 6),
+            "model": self.model,
         }
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Self:
-        """The inverse of :meth:`to_json`; ``ValueError`` naming a missing or mistyped field."""
+        """The inverse of :meth:`to_json`; ``ValueError`` naming a missing or mistyped field
+        (``model`` may be missing: calls recorded before it was)."""
         kinds: dict[str, type | tuple[type, ...]] = {
             "phase": str,
             "api": str,
@@ -79,7 +84,10 @@ class ProxyCall:
             value = data.get(name)
             if name not in data or not isinstance(value, kind) or isinstance(value, bool):
                 raise ValueError(f"call field {name!r}: missing or mistyped ({value!r})")
-        return cls(**{name: data[name] for name in kinds})
+        model = data.get("model")
+        if not isinstance(model, (str, type(None))):
+            raise ValueError(f"call field 'model': mistyped ({model!r})")
+        return cls(**{name: data[name] for name in kinds}, model=model)
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,9 +102,12 @@ class PhaseCost:
     output_tokens: int
     unmetered: int
     seconds: float
+    #: The model of these calls, for a row of :attr:`CostSummary.models`; ``None`` in a
+    #: phase's total (:attr:`CostSummary.phases`) and for calls that named no model.
+    model: str | None = None
 
     def __add__(self, other: PhaseCost) -> PhaseCost:
-        """Both phases' calls, tokens and seconds summed, under this one's name."""
+        """Both phases' calls, tokens and seconds summed, under this one's name and model."""
         return PhaseCost(
             self.phase,
             self.calls + other.calls,
@@ -105,12 +116,29 @@ class PhaseCost:
             self.output_tokens + other.output_tokens,
             self.unmetered + other.unmetered,
             self.seconds + other.seconds,
+            self.model,
+        )
+
+    @classmethod
+    def of(cls, phase: str, calls: Sequence[ProxyCall], model: str | None = None) -> PhaseCost:
+        """The cost of ``calls``, under ``phase`` and ``model``."""
+        return cls(
+            phase=phase,
+            calls=len(calls),
+            errors=sum(c.status >= 400 for c in calls),
+            input_tokens=sum(c.input_tokens or 0 for c in calls),
+            output_tokens=sum(c.output_tokens or 0 for c in calls),
+            unmetered=sum(c.input_tokens is None for c in calls),
+            seconds=sum(c.seconds for c in calls),
+            model=model,
         )
 
     def to_json(self) -> dict[str, Any]:
-        """A JSON-ready dict of every field."""
-        return {
-            "phase": self.phase,
+        """A JSON-ready dict of every field (``model`` only in a per-model row)."""
+        found: dict[str, Any] = {"phase": self.phase}
+        if self.model is not None:
+            found["model"] = self.model
+        return found | {
             "calls": self.calls,
             "errors": self.errors,
             "input_tokens": self.input_tokens,
@@ -123,63 +151,59 @@ class PhaseCost:
 @dataclass(frozen=True, slots=True)
 class CostSummary:
     """The cost of every phase that made a call: the :data:`PHASES` first, in their order,
-    then any other phase in the order it first appeared."""
+    then any other phase in the order it first appeared; ``models`` splits each phase by
+    the model its calls named (in the order each model first appeared), so an answerer
+    and a judge apart are counted apart."""
 
     phases: tuple[PhaseCost, ...]
+    models: tuple[PhaseCost, ...] = ()
 
     @classmethod
     def of(cls, calls: Iterable[ProxyCall]) -> Self:
         """The summary of ``calls``."""
         grouped: dict[str, list[ProxyCall]] = {}
+        by_model: dict[tuple[str, str | None], list[ProxyCall]] = {}
         for call in calls:
             grouped.setdefault(call.phase, []).append(call)
-        order = [p for p in PHASES if p in grouped] + [p for p in grouped if p not in PHASES]
+            by_model.setdefault((call.phase, call.model), []).append(call)
+        order = _phase_order(grouped)
         return cls(
+            tuple(PhaseCost.of(phase, grouped[phase]) for phase in order),
             tuple(
-                PhaseCost(
-                    phase=phase,
-                    calls=len(grouped[phase]),
-                    errors=sum(c.status >= 400 for c in grouped[phase]),
-                    input_tokens=sum(c.input_tokens or 0 for c in grouped[phase]),
-                    output_tokens=sum(c.output_tokens or 0 for c in grouped[phase]),
-                    unmetered=sum(c.input_tokens is None for c in grouped[phase]),
-                    seconds=sum(c.seconds for c in grouped[phase]),
-                )
+                PhaseCost.of(phase, found, model)
                 for phase in order
-            )
+                for (of, model), found in by_model.items()
+                if of == phase
+            ),
         )
 
     @classmethod
     def summed(cls, summaries: Iterable[CostSummary]) -> Self:
-        """Every summary's phases added up, phase by phase (in the order :meth:`of` gives)."""
+        """Every summary's phases (and models) added up, phase by phase (and model by
+        model), in the order :meth:`of` gives."""
         totals: dict[str, PhaseCost] = {}
+        models: dict[tuple[str, str | None], PhaseCost] = {}
         for summary in summaries:
             for cost in summary.phases:
                 was = totals.get(cost.phase)
                 totals[cost.phase] = cost if was is None else was + cost
-        order = [p for p in PHASES if p in totals] + [p for p in totals if p not in PHASES]
-        return cls(tuple(totals[phase] for phase in order))
+            for cost in summary.models:
+                key = (cost.phase, cost.model)
+                had = models.get(key)
+                models[key] = cost if had is None else had + cost
+        order = _phase_order(totals)
+        return cls(
+            tuple(totals[phase] for phase in order),
+            tuple(cost for phase in order for (of, _), cost in models.items() if of == phase),
+        )
 
     @classmethod
-    def from_json(cls, data: Iterable[Mapping[str, Any]]) -> Self:
-        """The inverse of :meth:`to_json`; ``ValueError`` naming a missing or mistyped field."""
-        phases = []
-        for item in data:
-            try:
-                phases.append(
-                    PhaseCost(
-                        phase=str(item["phase"]),
-                        calls=int(item["calls"]),
-                        errors=int(item["errors"]),
-                        input_tokens=int(item["input_tokens"]),
-                        output_tokens=int(item["output_tokens"]),
-                        unmetered=int(item["unmetered"]),
-                        seconds=float(item["seconds"]),
-                    )
-                )
-            except (KeyError, TypeError, ValueError) as exc:
-                raise ValueError(f"phase cost {item!r}: {type(exc).__name__}: {exc}") from None
-        return cls(tuple(phases))
+    def from_json(
+        cls, data: Iterable[Mapping[str, Any]], models: Iterable[Mapping[str, Any]] = ()
+    ) -> Self:
+        """The inverse of :meth:`to_json` (``data``) and of :meth:`models_json`
+        (``models``); ``ValueError`` naming a missing or mistyped field."""
+        return cls(tuple(map(_phase_cost, data)), tuple(map(_phase_cost, models)))
 
     def __getitem__(self, phase: str) -> PhaseCost:
         """The cost of ``phase``; a phase without calls costs nothing."""
@@ -191,6 +215,36 @@ class CostSummary:
     def to_json(self) -> list[dict[str, Any]]:
         """JSON-ready: one dict per phase, in order."""
         return [cost.to_json() for cost in self.phases]
+
+    def models_json(self) -> list[dict[str, Any]]:
+        """JSON-ready: one dict per phase and model, in order."""
+        return [cost.to_json() for cost in self.models]
+
+
+def _phase_order(found: Iterable[str]) -> list[str]:
+    """The phases of ``found``: the :data:`PHASES` first, then the others as they came."""
+    seen = list(dict.fromkeys(found))
+    return [p for p in PHASES if p in seen] + [p for p in seen if p not in PHASES]
+
+
+def _phase_cost(item: Mapping[str, Any]) -> PhaseCost:
+    """A :class:`PhaseCost` from its JSON; ``ValueError`` naming what is wrong."""
+    model = item.get("model")
+    try:
+        if not isinstance(model, (str, type(None))):
+            raise TypeError(f"model must be a string, got {model!r}")
+        return PhaseCost(
+            phase=str(item["phase"]),
+            calls=int(item["calls"]),
+            errors=int(item["errors"]),
+            input_tokens=int(item["input_tokens"]),
+            output_tokens=int(item["output_tokens"]),
+            unmetered=int(item["unmetered"]),
+            seconds=float(item["seconds"]),
+            model=model,
+        )
+    except (KeyError, TypeError, ValueError) as exc:
+        raise ValueError(f"phase cost {item!r}: {type(exc).__name__}: {exc}") from None
 
 
 def _api(path: str) -> str:
@@ -528,9 +582,18 @@ def _handler(proxy: RecordingProxy) -> type[BaseHTTPRequestHandler]:
                     self.close_connection = True  # as the upstream's reply said it would
             seconds = time.perf_counter() - started
             input_tokens, output_tokens = _tokens(payload, content_type)
+            asked = _json(body) if body else None
+            model = asked.get("model") if isinstance(asked, Mapping) else None
             proxy._record(
                 ProxyCall(
-                    phase, _api(self.path), self.path, status, input_tokens, output_tokens, seconds
+                    phase,
+                    _api(self.path),
+                    self.path,
+                    status,
+                    input_tokens,
+                    output_tokens,
+                    seconds,
+                    model if isinstance(model, str) else None,
                 )
             )
 

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import json
 import random
-import re
 import threading
 import time
 import uuid
@@ -68,49 +67,19 @@ def echo_responder(messages: list[ChatMessage]) -> str:
     return "echo: " + " ".join(last_user.split()[:12])
 
 
-_WORD = re.compile(r"[a-z0-9]+")
-_ABSTAINED = ("not mentioned", "no information")
-
-
-def _words(text: str) -> set[str]:
-    return set(_WORD.findall(text.lower()))
-
-
-def _field(prompt: str, label: str, end: str) -> str:
-    # The last occurrence: mem0's judge prompt shows an example "Gold answer:" first.
-    _, found, rest = prompt.rpartition(label)
-    return rest.partition(end)[0].strip() if found else ""
-
-
 def offline_responder(messages: list[ChatMessage]) -> str:
-    """A reply that lets the whole LLM path run offline without a single echoed verdict.
+    """A reply to an answer prompt that lets the LLM path run offline.
 
-    * Judge prompts (mem0's LoCoMo judge, LongMemEval's yes / no prompts): a
-      verdict this function decides, never text copied from the prompt --
-      correct when every word of the gold answer occurs in the generated one
-      (an abstention prompt: when the response says "not mentioned" or "no
-      information"); ``{"label": "CORRECT"}`` / ``{"label": "WRONG"}`` or
-      ``yes`` / ``no``.
     * Answer prompts (:meth:`~himga.agent.BaseAgent.build_prompt`): the first
       line of the retrieved context, without its date and speaker, or "Not
       mentioned in the conversation." when the prompt has no context.
     * Anything else: :func:`echo_responder`.
+
+    Judge prompts need their benchmark's judge to answer them without echoing
+    the verdict words of the prompt: :func:`himga.eval.judge.offline_judge_responder`
+    (what ``himga fake-llm`` serves) answers those and passes the rest here.
     """
     prompt = next((m["content"] for m in reversed(messages) if m["role"] == "user"), "")
-    if "Generated answer:" in prompt and "Gold answer:" in prompt:
-        gold = _field(prompt, "Gold answer:", "\nGenerated answer:")
-        generated = _field(prompt, "Generated answer:", "\n")
-        correct = bool(_words(gold)) and _words(gold) <= _words(generated)
-        return json.dumps({"label": "CORRECT" if correct else "WRONG"})
-    if "Model Response:" in prompt:
-        response = _field(prompt, "Model Response:", "\n\n").lower()
-        if "Explanation:" in prompt:
-            correct = any(marker in response for marker in _ABSTAINED)
-        else:
-            label = "Rubric:" if "Rubric:" in prompt else "Correct Answer:"
-            expected = _words(_field(prompt, label, "\n\nModel Response:"))
-            correct = bool(expected) and expected <= _words(response)
-        return "yes" if correct else "no"
     if prompt.endswith("Short answer:"):
         if not prompt.startswith("Below is what you remember"):
             return "Not mentioned in the conversation."

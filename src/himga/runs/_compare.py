@@ -160,6 +160,9 @@ def compare_runs(
     return {
         "baseline": _describe(baseline),
         "runs": [_describe(other) for other in runs[1:]],
+        "warnings": [
+            warning for other in runs[1:] if (warning := _judged_differently(baseline, other))
+        ],
         "dataset": baseline.manifest.dataset.to_dict(),
         "questions": len(baseline.results),
         "metrics": chosen,
@@ -174,6 +177,31 @@ def compare_runs(
         "comparisons": rows,
         "leaderboard": leaderboard(runs, chosen[0]).to_dict(),
     }
+
+
+#: What makes two judges the same judge (base URLs aside: one model served twice is one).
+_JUDGE_FIELDS = ("provider", "model", "temperature", "prompt_hashes")
+
+
+def _judge_name(run: Run) -> str:
+    judge = run.manifest.judge or {}
+    return f"{judge.get('provider')}/{judge.get('model')}"
+
+
+def _judged_differently(baseline: Run, other: Run) -> str | None:
+    """The warning when both runs were judged, by judges that differ (provider, model,
+    temperature or prompts): their judge scores are not comparable then."""
+    ours, theirs = baseline.manifest.judge, other.manifest.judge
+    if ours is None or theirs is None:
+        return None
+    differing = [f for f in _JUDGE_FIELDS if ours.get(f) != theirs.get(f)]
+    if not differing:
+        return None
+    return (
+        f"judged differently: `{baseline.path}` by {_judge_name(baseline)}, `{other.path}` by "
+        f"{_judge_name(other)} ({', '.join(differing)} differ); their judge scores are not "
+        "comparable"
+    )
 
 
 def _describe(run: Run) -> dict[str, Any]:
@@ -219,6 +247,8 @@ def format_comparison(comparison: dict[str, Any]) -> str:
         "",
         format_leaderboard(Leaderboard.from_dict(comparison["leaderboard"])),
     ]
+    for warning in comparison.get("warnings", ()):
+        lines[1:1] = ["", f"**Warning: {warning}.**"]
     for other in comparison["runs"]:
         for metric in comparison["metrics"]:
             title = METRIC_TITLES.get(metric, metric)

@@ -32,11 +32,11 @@ from himga.eval import (
     run_eval,
 )
 from himga.eval._checkpoint import Checkpoint
-from himga.eval._identity import memory_config, temperature_of
+from himga.eval._identity import llm_identity, memory_config, temperature_of
 from himga.eval._memory_calls import DEFAULT_MEMORY_TIMEOUT
 from himga.eval._shard import coverage
 from himga.integrations import CostSummary, ProxyCall
-from himga.llm import HasCacheStats, HasMaxRetries, HasUsage, LLMClient
+from himga.llm import HasCacheStats, HasMaxRetries, HasUsage, LLMClient, LLMConfigError
 from himga.llm._client import public_url
 from himga.memory import BaseMemory, memory_provenance, resolve_memory
 from himga.runs._costs import CALLS_FILE, CallLog, RunMeter, read_calls
@@ -73,6 +73,13 @@ class EvalRequest:
     ``search_k`` the search depth (:class:`~himga.eval.EvalOptions`), ``memory_timeout``
     each memory call's deadline in seconds (``None``: none), and
     ``arguments`` the invocation as the manifest records it (default: these fields).
+
+    ``judge_llm``, ``judge_model`` and ``judge_base_url`` make a judge apart from the
+    answerer: its provider (default: ``llm``), model (default: ``model`` when the
+    provider is the answerer's, else the provider's default) and OpenAI- or
+    Anthropic-compatible server (default: the provider's environment variable); with
+    none of them the answerer judges. ``questions`` is a file of question ids
+    (:class:`~himga.data.QuestionSubset`): only those are evaluated.
     """
 
     dataset: str = "locomo"
@@ -91,6 +98,10 @@ class EvalRequest:
     resume: bool = False
     fresh: bool = False
     judge: bool | None = None
+    judge_llm: str | None = None
+    judge_model: str | None = None
+    judge_base_url: str | None = None
+    questions: Path | None = None
     concurrency: int | None = None
     show_progress: bool = True
     shard: Shard | None = None
@@ -221,11 +232,13 @@ def _evaluate(
     request: EvalRequest, notify: Callable[[str], None], meter: RunMeter, log: CallLog
 ) -> RunOutcome:
     from himga.benchmarks import get_benchmark
-    from himga.data import load_dataset, resolve_dataset
+    from himga.data import QuestionSubset, load_dataset, resolve_dataset
     from himga.eval.judge import prompt_hashes as judge_prompt_hashes
 
     started_at = _now()
     started = time.perf_counter()
+    apart = _judge_apart(request)
+    subset = None if request.questions is None else QuestionSubset.read(request.questions)
     # Cheap failures (memory spec, pre-flight, API key) before the dataset is read or fetched.
     resolved = resolve_memory(request.memory, request.memory_arguments)
 
@@ -261,11 +274,18 @@ def _evaluate(
     llm = agent.llm
     memory = agent.memory
     judging = llm is not None and request.judge is not False
+    judge_llm = llm
+    if apart is not None and judging:
+        # Its calls go through a proxy of their own when it calls another upstream.
+        judge_llm = apart.metered_llm(meter.judge_upstream)
     resolution = resolve_dataset(request.dataset, path=request.data_path)
     dataset_sha256 = _dataset_checksum(resolution.path)
     samples = load_dataset(request.dataset, path=resolution.path, limit=request.limit)
+    if subset is not None:
+        where = request.dataset + ("" if request.limit is None else f" --limit {request.limit}")
+        samples = subset.select(samples, where)
     covered = coverage(samples)
-    if request.limit is not None:
+    if request.limit is not None and subset is None:
         note = _category_note(request.limit, get_benchmark(request.dataset).categories, samples)
         if note:
             notify(note)
@@ -274,11 +294,9 @@ def _evaluate(
     out = request.out or default_run_directory(started_at)
     judge_identity = None
     benchmark_judge = get_benchmark(request.dataset).judge
-    if llm is not None and judging:
+    if judge_llm is not None and judging:
         judge_identity = {
-            "provider": llm.provider,
-            "model": llm.model,
-            "temperature": temperature_of(llm),
+            **llm_identity(judge_llm),
             "prompt_hashes": judge_prompt_hashes(
                 benchmark_judge.prompts if benchmark_judge else {}
             ),
@@ -290,6 +308,8 @@ def _evaluate(
         dataset_sha256=dataset_sha256,
         search_k=request.search_k,
     )
+    if subset is not None:
+        identity = dataclasses.replace(identity, questions=subset.sha256)
     with RunDir(out) as run_dir:
         run_dir.claim(resume=request.resume, fresh=request.fresh)
         log.open(run_dir.file(CALLS_FILE))
@@ -322,7 +342,7 @@ def _evaluate(
         except CheckpointMismatchError as exc:
             raise RunDirError(f"{exc}; rerun with --fresh to start over in {out}") from exc
         judge: JudgeScores | None = None
-        if llm is not None and judging:
+        if judge_llm is not None and judging:
             # Verdicts persist beside the checkpoint as each arrives, so a resumed run
             # re-asks none: those gathered before an interrupt, a failure or kill -9 too.
             verdicts = VerdictJournal(
@@ -333,7 +353,7 @@ def _evaluate(
             with meter.answer_phase("judging"), verdicts:
                 judge = batch_judge(
                     results,
-                    llm=llm,
+                    llm=judge_llm,
                     cache=verdicts,
                     show_progress=request.show_progress,
                     max_concurrency=request.concurrency,
@@ -354,6 +374,8 @@ def _evaluate(
             prompts["judge"] = judge.prompt_hashes
         arguments = dict(request.arguments or _arguments(request))
         arguments["judge"] = judge is not None
+        if request.judge_base_url is not None:  # as every base URL: no user info, no query
+            arguments["judge_base_url"] = public_url(request.judge_base_url)
         manifest = Manifest(
             himga_version=himga.__version__,
             arguments=arguments,
@@ -388,7 +410,13 @@ def _evaluate(
             resumed=resumed,
             llm=_describe_llm(llm, meter.answer_endpoint, request.concurrency),
             prompt_hashes=prompts,
-            judge=None if judge is None else judge.describe(),
+            judge=None
+            if judge is None
+            else {
+                **judge.describe(),
+                "base_url": meter.judge_endpoint or meter.answer_endpoint,
+                "apart": apart is not None,
+            },
             tokens={
                 "answer_input": sum(r.input_tokens for r in results),
                 "answer_output": sum(r.output_tokens for r in results),
@@ -399,6 +427,9 @@ def _evaluate(
             platform=platform.platform(),
             results_sha256=checksum,
             costs=_costs(run_dir, meter),
+            questions=None
+            if subset is None
+            else {"file": str(subset.path), "ids": len(subset.ids), "sha256": subset.sha256},
         )
         run_dir.write_manifest(manifest)
     return RunOutcome(out, manifest, metrics, results, resumed, len(keys))
@@ -415,6 +446,32 @@ def _category_note(limit: int, categories: Sequence[str], samples: Sequence[Samp
     return (
         f"--limit {limit} covers {kept} of the {len(categories)} question categories; "
         f"no question of {', '.join(missing)} (the metrics cover the others only)"
+    )
+
+
+def _judge_apart(request: EvalRequest) -> AgentSpec | None:
+    """The client recipe of a judge apart from the answerer (only its LLM fields are
+    used), ``None`` when the request names none; :class:`~himga.llm.LLMConfigError`
+    when it names one without an answerer or with judging off."""
+    named = [
+        f"judge_{name}"
+        for name in ("llm", "model", "base_url")
+        if getattr(request, f"judge_{name}") is not None
+    ]
+    if not named:
+        return None
+    if request.llm is None or request.judge is False:
+        why = "without llm there is nothing to judge" if request.llm is None else "judge is off"
+        raise LLMConfigError(f"{', '.join(named)} given but {why}")
+    provider = request.judge_llm or request.llm
+    settings = _llm_settings(request)
+    if request.judge_base_url is not None:
+        settings["base_url"] = request.judge_base_url
+    return AgentSpec(
+        memory=request.memory,
+        llm=provider,
+        model=request.judge_model or (request.model if provider == request.llm else None),
+        llm_settings=settings,
     )
 
 
@@ -517,7 +574,9 @@ def _costs(run_dir: RunDir, meter: RunMeter) -> CostsInfo:
         calls = read_calls(file)
     except ValueError as exc:
         raise RunReadError(f"{exc} (remove {file.name} or rerun with --fresh)") from None
-    return CostsInfo(CostSummary.of(calls), meter.memory_endpoints, meter.answer_endpoint)
+    return CostsInfo(
+        CostSummary.of(calls), meter.memory_endpoints, meter.answer_endpoint, meter.judge_endpoint
+    )
 
 
 def _describe_llm(

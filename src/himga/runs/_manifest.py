@@ -174,20 +174,26 @@ class CostsInfo:
     memory declared no endpoint -- it is neither an
     :class:`~himga.memory.EndpointUser` nor an :class:`~himga.memory.LLMUser` given
     the run's LLM -- so any calls of its own were not seen); ``answer_endpoint``:
-    the answering and judging client's (``None`` without ``--llm``). A request
-    answered from the LLM cache makes no call and costs nothing.
+    the answering (and, unless a judge apart has its own, judging) client's
+    (``None`` without ``--llm``); ``judge_endpoint``: that of a judge apart
+    (``--judge-base-url`` or another provider), ``None`` when the judge calls the
+    answerer's. ``phases.models`` (``"models"`` in JSON) splits each phase by model.
+    A request answered from the LLM cache makes no call and costs nothing.
     """
 
     phases: CostSummary
     memory_endpoints: tuple[str, ...] = ()
     answer_endpoint: str | None = None
+    judge_endpoint: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready, in manifest order."""
         return {
             "phases": self.phases.to_json(),
+            "models": self.phases.models_json(),
             "memory_endpoints": list(self.memory_endpoints),
             "answer_endpoint": self.answer_endpoint,
+            "judge_endpoint": self.judge_endpoint,
         }
 
     @classmethod
@@ -197,11 +203,14 @@ class CostsInfo:
         endpoints = _get(data, "memory_endpoints", list, where)
         if not all(isinstance(url, str) for url in endpoints):
             raise ManifestError(f"{where}.memory_endpoints: expected URLs, got {endpoints!r}")
+        # "models" and "judge_endpoint" came later: a manifest without them still reads.
+        models = _get(data, "models", list, where) if "models" in data else []
         try:
-            phases = CostSummary.from_json(_get(data, "phases", list, where))
+            phases = CostSummary.from_json(_get(data, "phases", list, where), models)
         except ValueError as exc:
             raise ManifestError(f"{where}.phases: {exc}") from None
-        return cls(phases, tuple(endpoints), _get(data, "answer_endpoint", _STR, where))
+        judge = _get(data, "judge_endpoint", _STR, where) if "judge_endpoint" in data else None
+        return cls(phases, tuple(endpoints), _get(data, "answer_endpoint", _STR, where), judge)
 
 
 @dataclass(frozen=True)
@@ -237,6 +246,9 @@ class Manifest:
     platform: str = ""
     results_sha256: str | None = None
     costs: CostsInfo | None = None
+    #: The fixed question subset (``--questions``): its ``file``, how many ``ids`` and
+    #: their ``sha256`` (that of the run identity); ``None`` when every question ran.
+    questions: Mapping[str, Any] | None = None
     format: int = MANIFEST_FORMAT
 
     @property
@@ -268,6 +280,7 @@ class Manifest:
             "platform": self.platform,
             "results_sha256": self.results_sha256,
             "costs": None if self.costs is None else self.costs.to_dict(),
+            "questions": None if self.questions is None else dict(self.questions),
         }
 
     @classmethod
@@ -305,4 +318,5 @@ class Manifest:
             platform=_get(data, "platform", str, w),
             results_sha256=_get(data, "results_sha256", _STR, w) if version >= 1 else None,
             costs=None if costs is None else CostsInfo.from_dict(costs),
+            questions=_get(data, "questions", _OBJECT, w) if "questions" in data else None,
         )

@@ -52,6 +52,7 @@ PER_RUN_FIELDS = (
     # What was spent: calls.jsonl of every part, so a resumed or sharded run, which
     # redoes an interrupted sample's work, costs more than one straight run.
     "costs.phases",
+    "costs.models",
 )
 
 
@@ -191,6 +192,7 @@ def _summed_costs(manifests: Sequence[Manifest]) -> CostsInfo | None:
         CostSummary.summed(costs.phases for costs in counted),
         tuple(endpoints),
         next((c.answer_endpoint for c in counted if c.answer_endpoint is not None), None),
+        next((c.judge_endpoint for c in counted if c.judge_endpoint is not None), None),
     )
 
 
@@ -258,7 +260,10 @@ def _write(
             shard=None,
             dataset=dataclasses.replace(reference.dataset, samples=samples, questions=len(results)),
             counts=metrics["counts"],
-            judge=reference.judge if judge is None else judge.describe(),
+            # The judge's server and whether it was apart are the shards' own record.
+            judge=reference.judge
+            if judge is None
+            else {**(reference.judge or {}), **judge.describe()},
             tokens=tokens,
             results_sha256=checksum,
             costs=_summed_costs(every),

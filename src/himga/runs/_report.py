@@ -74,6 +74,12 @@ def render_report(run: Run, table: str, figure: str) -> str:
         f"{_count(dataset.get('questions'))} questions"
         + (f" (`--limit {dataset['limit']}`)." if dataset.get("limit") else ".")
     )
+    subset = manifest.get("questions")
+    if isinstance(subset, dict):
+        on_what += (
+            f" Only the {_count(subset.get('ids'))} questions of `{subset.get('file')}` "
+            f"(`--questions`; id set sha256 `{str(subset.get('sha256'))[:16]}…`)."
+        )
     when = (
         f"Started {manifest.get('started_at')}, finished {manifest.get('finished_at')} "
         f"({manifest.get('wall_time_s')} s wall) with himga {manifest.get('himga_version')} "
@@ -151,7 +157,12 @@ def _phase_costs(costs: CostsInfo | None) -> str:
             "The memory declared no model endpoint (not an `EndpointUser`, nor an "
             "`LLMUser` given the run's LLM): calls of its own, if any, were not seen."
         )
-    if costs.answer_endpoint is not None:
+    if costs.judge_endpoint is not None:
+        memory += (
+            f" Answers went to {costs.answer_endpoint} and verdicts to the judge apart at "
+            f"{costs.judge_endpoint}, counted the same way."
+        )
+    elif costs.answer_endpoint is not None:
         memory += f" Answers and verdicts went to {costs.answer_endpoint}, counted the same way."
     if not costs.phases.phases:
         return f"{memory} No model call was made."
@@ -168,7 +179,17 @@ def _phase_costs(costs: CostsInfo | None) -> str:
         "Model calls per phase, counted at the wire and summed over every part of the "
         "run (`calls.jsonl`; seconds are summed round trips, not wall time):"
     )
-    return "\n".join([memory, "", summed, "", *rows])
+    per_model = [
+        "| phase | model | calls | tokens in | tokens out |",
+        "| --- | --- | ---: | ---: | ---: |",
+        *(
+            f"| {c.phase} | {c.model or 'not named'} | {c.calls:,} | {c.input_tokens:,} | "
+            f"{c.output_tokens:,} |"
+            for c in costs.phases.models
+        ),
+    ]
+    by_model = ["", "The same calls per model (the model each request named):", "", *per_model]
+    return "\n".join([memory, "", summed, "", *rows, *(by_model if costs.phases.models else [])])
 
 
 def plot_report(run: Run, file: Path) -> None:

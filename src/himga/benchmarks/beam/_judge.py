@@ -28,6 +28,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from himga.benchmarks._offline import covered, slot_fields
 from himga.benchmarks._protocol import JSONValue, JudgeRequest, UnjudgeableError
 from himga.benchmarks.beam._load import EVENT_ORDERING
 from himga.benchmarks.beam._prompts import EQUIVALENCE_PROMPT, RUBRIC_PROMPT
@@ -41,6 +42,7 @@ _EQUIVALENCE_MAX_TOKENS = 16
 _FENCED = re.compile(r"```(?:json)?\s*(\[.*\]|\{.*\})\s*```", re.DOTALL)
 _FIRST_OBJECT = re.compile(r"(\{.*?\}|\[.*?\])", re.DOTALL)
 _SCORE_FIELD = re.compile(r'"score"\s*:\s*"?\s*([0-9]*\.?[0-9]+)')
+_RUBRIC_SLOTS = ("question", "rubric_item", "llm_response")
 _SLOT = re.compile(r"<(question|rubric_item|llm_response|first_snippet|second_snippet)>")
 
 
@@ -114,6 +116,22 @@ class BeamJudge:
                 f"{result.question_id}: expected {len(rubric)} rubric verdicts, got {parsed!r}"
             )
         return rubric_score(verdicts, official=self.official)
+
+    def offline_reply(self, text: str) -> str | None:
+        """A rubric verdict ``{"score": s}``, ``s`` 1.0 when the response holds every
+        word of the rubric item, 0.5 half or more, else 0.0; an equivalence "yes" when
+        the answer line holds half the event's words or more, else "no"."""
+        # The official mode leaves <question> unfilled: then it is literal text.
+        slots = ("rubric_item", "llm_response") if self.official else _RUBRIC_SLOTS
+        rubric = slot_fields(RUBRIC_PROMPT, text, slots)
+        if rubric is not None:
+            share = covered(rubric["rubric_item"], rubric["llm_response"])
+            score = 1.0 if share == 1.0 else 0.5 if share >= 0.5 else 0.0
+            return json.dumps({"score": score, "reason": "offline: word overlap"})
+        pair = slot_fields(EQUIVALENCE_PROMPT, text, ("first_snippet", "second_snippet"))
+        if pair is None:
+            return None
+        return "yes" if covered(pair["first_snippet"], pair["second_snippet"]) >= 0.5 else "no"
 
     def _lines(self, prediction: str) -> list[str]:
         lines = prediction.split("\n")

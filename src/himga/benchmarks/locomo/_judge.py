@@ -13,11 +13,13 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
+from himga.benchmarks._offline import covered, format_fields
 from himga.benchmarks._protocol import JSONValue, JudgeRequest
 from himga.benchmarks.locomo._categories import ADVERSARIAL
 from himga.benchmarks.longmemeval._judge import (
     ABSTENTION_PROMPT,
     YES_NO_MAX_TOKENS,
+    offline_yes_no,
     only_verdict,
     parse_yes_no,
     single_verdict,
@@ -111,3 +113,12 @@ class LocomoJudge:
     def score(self, result: EvalResult, parsed: Sequence[JSONValue]) -> float:
         """The verdict of the one call."""
         return only_verdict(parsed)
+
+    def offline_reply(self, text: str) -> str | None:
+        """mem0's JSON label, CORRECT when the generated answer holds every word of the
+        gold; the abstention prompt's yes / no (:func:`offline_yes_no`)."""
+        fields = format_fields(_LOCOMO, text)
+        if fields is None:
+            return offline_yes_no(ABSTENTION_PROMPT, text)
+        correct = covered(fields["gold_answer"], fields["generated_answer"]) == 1.0
+        return json.dumps({"label": "CORRECT" if correct else "WRONG"})

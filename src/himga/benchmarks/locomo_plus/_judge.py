@@ -24,6 +24,7 @@ import re
 from collections.abc import Mapping, Sequence
 from types import MappingProxyType
 
+from himga.benchmarks._offline import abstains, covered, format_fields
 from himga.benchmarks._protocol import JSONValue, JudgeRequest, UnjudgeableError
 from himga.eval._result import EvalResult
 
@@ -175,3 +176,23 @@ class LocomoPlusJudge:
         del result
         (label,) = parsed
         return LABEL_SCORES[str(label)]
+
+    def offline_reply(self, text: str) -> str | None:
+        """The JSON label the template asks for: ``adversarial`` correct when the
+        prediction abstains; ``Cognitive`` when it holds half the cue's words or more;
+        the others correct when it holds every word of the reference answer, partial
+        (where the template offers it) when half or more."""
+        for category, template in PROMPTS.items():
+            fields = format_fields(template, text)
+            if fields is None:
+                continue
+            if category == "adversarial":
+                label = "correct" if abstains(fields["pred"]) else "wrong"
+            elif category == "Cognitive":
+                label = "correct" if covered(fields["evidence"], fields["pred"]) >= 0.5 else "wrong"
+            else:
+                share = covered(fields["gold"], fields["pred"])
+                partial = '"partial"' in template and share >= 0.5
+                label = "correct" if share == 1.0 else "partial" if partial else "wrong"
+            return json.dumps({"label": label, "reason": "offline: word overlap"})
+        return None

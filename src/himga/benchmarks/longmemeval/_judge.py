@@ -13,6 +13,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
+from himga.benchmarks._offline import abstains, covered, format_fields
 from himga.benchmarks._protocol import JSONValue, JudgeRequest, UnjudgeableError
 from himga.benchmarks.longmemeval._categories import (
     KNOWLEDGE_UPDATE,
@@ -23,7 +24,14 @@ from himga.benchmarks.longmemeval._categories import (
 if TYPE_CHECKING:
     from himga.eval._result import EvalResult
 
-__all__ = ["ABSTENTION_PROMPT", "PROMPTS", "YES_NO_MAX_TOKENS", "LongMemEvalJudge", "parse_yes_no"]
+__all__ = [
+    "ABSTENTION_PROMPT",
+    "PROMPTS",
+    "YES_NO_MAX_TOKENS",
+    "LongMemEvalJudge",
+    "offline_yes_no",
+    "parse_yes_no",
+]
 
 _LME_HEAD = (
     "I will give you a question, a correct answer, and a response from a model. Please answer "
@@ -112,6 +120,20 @@ def parse_yes_no(reply: str) -> float:
     return single_verdict({match.lower() for match in _YES_NO.findall(reply)}, "yes", reply)
 
 
+def offline_yes_no(template: str, text: str) -> str | None:
+    """The offline reply to ``text`` if it is ``template`` (one of :data:`PROMPTS`)
+    filled in: "yes" when the response abstains (abstention template) or holds
+    every word of the correct answer (or rubric), else "no"; ``None`` otherwise."""
+    fields = format_fields(template, text)
+    if fields is None:
+        return None
+    if template == ABSTENTION_PROMPT:
+        correct = abstains(fields["response"])
+    else:
+        correct = covered(fields["answer"], fields["response"]) == 1.0
+    return "yes" if correct else "no"
+
+
 class LongMemEvalJudge:
     """The official prompt of the question's type (abstention for ``_abs`` questions)."""
 
@@ -135,3 +157,10 @@ class LongMemEvalJudge:
     def score(self, result: EvalResult, parsed: Sequence[JSONValue]) -> float:
         """The verdict of the one call."""
         return only_verdict(parsed)
+
+    def offline_reply(self, text: str) -> str | None:
+        """yes / no, decided by :func:`offline_yes_no` for the template ``text`` fills."""
+        return next(
+            (reply for t in PROMPTS.values() if (reply := offline_yes_no(t, text)) is not None),
+            None,
+        )
