@@ -65,7 +65,8 @@ def test_a_torn_last_line_is_ignored_and_the_file_left_as_it_is(runs: Path, tmp_
     assert len(load_run(run).results) == whole
     assert checkpoint.read_bytes() == before  # a reader never truncates a live run's file
     recorded = read_checkpoint(checkpoint)
-    assert recorded is not None and recorded[0]["memory_spec"] == "bm25"
+    assert recorded is not None
+    assert recorded[0]["memory_spec"] == "bm25"
 
 
 def test_a_run_whose_questions_failed_is_failed(runs: Path, tmp_path: Path) -> None:
@@ -116,7 +117,8 @@ def test_himga_runs_lists_finished_and_killed_runs(
     for name in ("keyword", "bm25"):
         judge = load_run(runs / name).metrics["overall"]["judge"]
         assert rows[name][3:7] == ["complete", f"{QUESTIONS}/{QUESTIONS}", "judge", f"{judge:.3f}"]
-    assert killed.headline is not None and killed.headline[0] == "R@10"  # no verdicts yet
+    assert killed.headline is not None
+    assert killed.headline[0] == "R@10"  # no verdicts yet
 
 
 def test_himga_runs_names_what_it_cannot_read_and_lists_the_rest(

@@ -27,6 +27,7 @@ QUESTIONS = 6
 #: Questions the killed run answered before it was killed.
 KILLED_AFTER = 3
 
+KILLED = "runs/killed"
 _LLM = ["--no-preflight", "--no-progress", "--llm", "anthropic", "--model", "fake"]
 
 
