@@ -23,14 +23,14 @@ from himga.runs import (
     summarize_run,
 )
 from tests.cli_support import run_cli
-from tests.view_support import KILLED_AFTER, QUESTIONS, make_runs
+from tests.view_support import KILLED_AFTER, QUESTIONS
 
 pytestmark = pytest.mark.usefixtures("loopback_only")
 
 
-@pytest.fixture(scope="module")
-def runs(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return make_runs(tmp_path_factory.mktemp("runs"))
+@pytest.fixture
+def runs(view_runs: Path) -> Path:
+    return view_runs
 
 
 def _copy(runs: Path, name: str, tmp_path: Path) -> Path:
