@@ -31,9 +31,9 @@ import pytest
 from tests.network_guard import is_loopback
 
 if TYPE_CHECKING:
-    from playwright.sync_api import Browser, Page, Route
+    from playwright.sync_api import Browser, BrowserContext, Page, Route
 
-__all__ = ["browser", "chromium", "offline_page"]
+__all__ = ["browser", "chromium", "guarded_context", "offline_page"]
 
 _NAMES = ("chromium", "chromium-browser", "google-chrome")
 
@@ -83,13 +83,12 @@ def browser(chromium: str) -> Iterator[Browser]:
         launched.close()
 
 
-@pytest.fixture
-def offline_page(browser: Browser) -> Iterator[Page]:
-    """A page whose requests to anything but loopback (or ``file:``/``data:``) are refused;
-    the test fails at teardown naming each one, and on any script error of the page."""
+def guarded_context(browser: Browser) -> tuple[BrowserContext, list[str], list[str]]:
+    """A browser context whose requests to anything but loopback (or ``file:``, ``data:``)
+    are refused and recorded in the first list; its pages' script errors go to the second
+    (:func:`offline_page` records them)."""
     context = browser.new_context(viewport={"width": 1200, "height": 800})
     refused: list[str] = []
-    errors: list[str] = []
 
     def guard(route: Route) -> None:
         url = urlsplit(route.request.url)
@@ -100,6 +99,14 @@ def offline_page(browser: Browser) -> Iterator[Page]:
             route.abort()
 
     context.route("**/*", guard)
+    return context, refused, []
+
+
+@pytest.fixture
+def offline_page(browser: Browser) -> Iterator[Page]:
+    """A page of a :func:`guarded_context`: the test fails at teardown naming each request
+    beyond loopback, and on any script error of the page."""
+    context, refused, errors = guarded_context(browser)
     page = context.new_page()
     page.on("pageerror", lambda error: errors.append(str(error)))
     page.on("console", lambda message: _console(message, errors))
