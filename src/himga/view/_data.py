@@ -20,7 +20,13 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from himga.eval import RANK_KS, available_metrics, get_metric, question_scores
+from himga.eval import (
+    RANK_KS,
+    available_metrics,
+    context_containment,
+    get_metric,
+    question_scores,
+)
 from himga.runs import PartialRun, Run, run_status
 
 __all__ = ["OUTCOMES", "ViewData", "evidence_spans", "outcome", "percentile"]
@@ -76,12 +82,10 @@ def outcome(run: Run | PartialRun, index: int) -> int:
         return OUTCOMES.index("error")
     if not math.isnan(judge):
         return OUTCOMES.index("correct" if judge >= 0.5 else "wrong")
-    texts = [text for text in result.evidence_texts if text is not None]
-    if not texts:
+    found = context_containment(result)
+    if found is None:
         return OUTCOMES.index("unscored")
-    context = " ".join(result.context.split())
-    found = any(" ".join(text.split()) in context for text in texts)
-    return OUTCOMES.index("correct" if found else "wrong")
+    return OUTCOMES.index("correct" if found > 0 else "wrong")
 
 
 def _number(value: Any) -> float | None:
@@ -122,7 +126,6 @@ class ViewData:
         ok = [r for r in run.results if r.memory_error is None]
         latencies = [r.retrieval_latency_s for r in ok]
         chars = [len(r.context) for r in ok]
-        words = [len(r.context.split()) for r in ok]
         entry: dict[str, Any] = {
             "id": i,
             "path": str(run.path),
@@ -137,7 +140,6 @@ class ViewData:
             "latency_p50_s": percentile(latencies, 0.5),
             "latency_p95_s": percentile(latencies, 0.95),
             "context_chars": sum(chars) / len(chars) if chars else None,
-            "context_words": sum(words) / len(words) if words else None,
             "score": self._scores[i],
             "recall": [_number(blocks["overall"].get(f"recall@{k}")) for k in RANK_KS],
         }
@@ -189,7 +191,9 @@ class ViewData:
             columns["question_id"].append(result.question_id)
             columns["category"].append(categories.setdefault(result.category, len(categories)))
             columns["outcome"].append(outcome(run, n))
-            columns["score"].append(None if metric is None else self._metrics(n, run)[metric])
+            columns["score"].append(
+                None if metric is None else self._metrics(n, run, metric)[metric]
+            )
             columns["text"].append(result.question[:_TEXT_SHOWN])
         return {
             "run": i,
@@ -200,9 +204,11 @@ class ViewData:
         }
 
     @staticmethod
-    def _metrics(n: int, run: Run | PartialRun) -> dict[str, float | None]:
+    def _metrics(n: int, run: Run | PartialRun, *only: str) -> dict[str, float | None]:
+        """Question ``n``'s scores: those named in ``only``, or all."""
         judge = run.judge[n]
-        return question_scores(run.results[n], None if math.isnan(judge) else judge)
+        value = None if math.isnan(judge) else judge
+        return question_scores(run.results[n], value, only=only or None)
 
     def question(self, i: int, n: int) -> dict[str, Any]:
         """Question ``n`` of run ``i`` in full: the result record, its verdict, outcome and

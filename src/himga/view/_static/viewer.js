@@ -78,12 +78,12 @@
     const board = await api.runs();
     const runs = board.runs;
     const head = ["run", "benchmark", "memory", "status", "questions"];
-    const tail = ["retrieval p50", "p95", "ctx words", "ctx chars", "judge model", "model calls", "tokens in / out", "wall", "started"];
+    const tail = ["retrieval p50", "p95", "ctx chars", "judge model", "model calls", "tokens in / out", "wall", "started"];
     const rows = runs.map((run) =>
       h(
         "tr",
         { "data-run": run.id },
-        h("td", {}, link(route(`/run/${run.id}`), run.path)),
+        h("td", { title: run.path }, link(route(`/run/${run.id}`), run.path.split(/[\\/]/).pop())),
         h("td", {}, run.dataset),
         h("td", { title: JSON.stringify(run.arguments) }, run.label),
         h("td", { class: `status ${run.status}` }, run.status),
@@ -91,7 +91,6 @@
         board.columns.map((c) => h("td", { class: "num" }, fmt(run.blocks.overall[c.key]))),
         h("td", { class: "num" }, ms(run.latency_p50_s)),
         h("td", { class: "num" }, ms(run.latency_p95_s)),
-        h("td", { class: "num" }, fmt(run.context_words, 0)),
         h("td", { class: "num" }, fmt(run.context_chars, 0)),
         h("td", {}, run.judge_model || "–"),
         h("td", { class: "num" }, run.cost ? count(run.cost.calls) : "–"),
