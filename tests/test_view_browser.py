@@ -133,7 +133,7 @@ def test_leaderboard_to_a_question_to_a_diff(
     verdicts = {r["question_id"]: r["judge"] >= 0.5 for r in records}
     gained = sum(verdicts[q] and not other[q] for q in verdicts)
     lost = sum(other[q] and not verdicts[q] for q in verdicts)
-    assert page.text_content("#diff-summary").startswith(
+    assert str(page.text_content("#diff-summary")).startswith(
         f"B gained {gained} and lost {lost} questions against A"
     )
     changes = [row[5] for row in _cells(page, "#diff")]

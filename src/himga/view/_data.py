@@ -24,7 +24,6 @@ from himga.eval import (
     RANK_KS,
     available_metrics,
     context_containment,
-    get_metric,
     question_scores,
 )
 from himga.runs import PartialRun, Run, run_status
@@ -82,6 +81,10 @@ def outcome(run: Run | PartialRun, index: int) -> int:
         return OUTCOMES.index("error")
     if not math.isnan(judge):
         return OUTCOMES.index("correct" if judge >= 0.5 else "wrong")
+    # Verbatim is enough to be found (whitespace-collapsed containment follows from it),
+    # and much cheaper than collapsing a long context; only a miss pays for the check.
+    if any(text and text.strip() and text in result.context for text in result.evidence_texts):
+        return OUTCOMES.index("correct")
     found = context_containment(result)
     if found is None:
         return OUTCOMES.index("unscored")
@@ -102,6 +105,7 @@ class ViewData:
     def __init__(self, runs: Sequence[Run | PartialRun]) -> None:
         self.runs = list(runs)
         self._scores = [self._score_metric(run) for run in self.runs]
+        self._table_metrics = tuple(n for n, m in available_metrics().items() if m.in_table)
 
     @staticmethod
     def _score_metric(run: Run | PartialRun) -> str | None:
@@ -227,9 +231,9 @@ class ViewData:
             "outcome": OUTCOMES[outcome(run, n)],
             "evidence_spans": evidence_spans(result.context, result.evidence_texts),
             "metrics": {  # those of the tables, by title
-                get_metric(name).title: value
-                for name, value in self._metrics(n, run).items()
-                if value is not None and get_metric(name).in_table
+                available_metrics()[name].title: value
+                for name, value in self._metrics(n, run, *self._table_metrics).items()
+                if value is not None
             },
         }
         return record

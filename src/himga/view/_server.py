@@ -32,6 +32,9 @@ class ViewServer:
         self._server = ThreadingHTTPServer(("127.0.0.1", port), _handler(self))
         self._server.daemon_threads = True
         self._thread: threading.Thread | None = None
+        # The question indexes are built at once, beside the first requests (the page and
+        # the leaderboard need none), so the question list rarely waits for its run's.
+        threading.Thread(target=self._build_indexes, daemon=True).start()
 
     @property
     def url(self) -> str:
@@ -76,11 +79,7 @@ class ViewServer:
             return self._json(self.data.leaderboard()), "application/json"
         found = _INDEX.fullmatch(path)
         if found and int(found[1]) < runs:
-            i = int(found[1])
-            with self._lock:  # built once per run, on first demand
-                if i not in self._indexes:
-                    self._indexes[i] = self._json(self.data.index(i))
-            return self._indexes[i], "application/json"
+            return self._index(int(found[1])), "application/json"
         found = _QUESTION.fullmatch(path)
         if found and int(found[1]) < runs:
             try:
@@ -90,6 +89,16 @@ class ViewServer:
             except IndexError:
                 return None
         return None
+
+    def _index(self, i: int) -> bytes:
+        with self._lock:  # built once per run
+            if i not in self._indexes:
+                self._indexes[i] = self._json(self.data.index(i))
+            return self._indexes[i]
+
+    def _build_indexes(self) -> None:
+        for i in range(len(self.data.runs)):
+            self._index(i)
 
     @staticmethod
     def _json(document: Any) -> bytes:
