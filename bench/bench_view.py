@@ -13,9 +13,16 @@ browser for the whole bench, a fresh context per measurement so nothing is cache
 
 * ``served``: from starting ``himga view RUN`` (a fresh interpreter: imports, reading
   and checking the run, building the documents) to the leaderboard, then the first
-  page of the question list, then the first question rendered;
+  page of the question list, then the first question rendered (``served_leaderboard``:
+  to the first alone);
 * ``html_write``: ``himga view --html FILE RUN``, the whole command;
-* ``html_open``: from opening that file to the same three pages rendered.
+* ``html_open``: from opening that file to the same three pages rendered
+  (``html_open_leaderboard``: to the first).
+
+``*_cpu``: the CPU seconds the server and the browser processes used meanwhile. On
+2 cores shared by other jobs the wall times mostly measure waiting for a core; the
+CPU seconds are the work itself, which an idle machine does in about that time (less
+where the server and the browser overlap on two cores).
 
 Variants are interleaved round by round; the medians go to ``docs/bench_view/view.json``
 with the machine's load average, and ``docs/view.md`` quotes them. Target: each open
@@ -64,13 +71,53 @@ def make_run(questions: int) -> Path:
     return run
 
 
-def _rendered(page: Any) -> None:
+def _rendered(page: Any, start: float) -> float:
+    """Show each of :data:`PAGES` in turn; the seconds from ``start`` to the first shown."""
+    first = 0.0
     for hash_ in PAGES:
         page.evaluate(f"location.hash = {hash_!r}")
         page.wait_for_selector(f'main[data-ready="{hash_}"]', timeout=60_000)
+        first = first or time.perf_counter() - start
+    return first
 
 
-def served(browser: Any, run: Path) -> float:
+def _processes() -> dict[int, tuple[int, float]]:
+    """Every process's parent and CPU seconds so far (user + system; Linux ``/proc``)."""
+    found = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                fields = (entry / "stat").read_text().rpartition(")")[2].split()
+            except OSError:
+                continue  # ended meanwhile
+            cpu = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+            found[int(entry.name)] = (int(fields[1]), cpu)
+    return found
+
+
+def _children_cpu() -> dict[int, float]:
+    """CPU seconds used so far by each live process this one started, and theirs (the
+    browser's processes, its driver, a server)."""
+    table = _processes()
+    mine = {os.getpid()}
+    grown = True
+    while grown:
+        more = {pid for pid, (parent, _) in table.items() if parent in mine} - mine
+        grown = bool(more)
+        mine |= more
+    return {pid: table[pid][1] for pid in mine - {os.getpid()}}
+
+
+def _used(before: dict[int, float]) -> float:
+    """CPU seconds the children used since ``before`` (per process: one that ended
+    meanwhile, a closed page's, drops out instead of being counted negative)."""
+    return sum(cpu - before.get(pid, 0.0) for pid, cpu in _children_cpu().items())
+
+
+def served(browser: Any, run: Path) -> tuple[float, float, float]:
+    """Seconds to the leaderboard, to the three pages, and the CPU seconds the server and
+    the browser used meanwhile."""
+    before = _children_cpu()
     start = time.perf_counter()
     child = subprocess.Popen(
         [sys.executable, "-m", "himga", "view", str(run)],
@@ -83,13 +130,14 @@ def served(browser: Any, run: Path) -> float:
         context = browser.new_context()
         page = context.new_page()
         page.goto(url)
-        _rendered(page)
+        first = _rendered(page, start)
         elapsed = time.perf_counter() - start
+        cpu = _used(before)
         context.close()
     finally:
         child.terminate()
         child.wait()
-    return elapsed
+    return first, elapsed, cpu
 
 
 def html_write(run: Path, file: Path) -> float:
@@ -102,15 +150,18 @@ def html_write(run: Path, file: Path) -> float:
     return time.perf_counter() - start
 
 
-def html_open(browser: Any, file: Path) -> float:
+def html_open(browser: Any, file: Path) -> tuple[float, float, float]:
+    """Seconds to the leaderboard, to the three pages, and the browser's CPU seconds."""
     context = browser.new_context()
     page = context.new_page()
+    before = _children_cpu()
     start = time.perf_counter()
     page.goto(file.as_uri())
-    _rendered(page)
+    first = _rendered(page, start)
     elapsed = time.perf_counter() - start
+    cpu = _used(before)
     context.close()
-    return elapsed
+    return first, elapsed, cpu
 
 
 def main() -> None:
@@ -124,13 +175,22 @@ def main() -> None:
 
     run = make_run(args.questions)
     file = ROOT / "view.html"
-    times: dict[str, list[float]] = {"served": [], "html_write": [], "html_open": []}
+    names = (
+        "served_leaderboard",
+        "served",
+        "served_cpu",
+        "html_write",
+        "html_open_leaderboard",
+        "html_open",
+        "html_open_cpu",
+    )
+    times: dict[str, list[float]] = {name: [] for name in names}
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=args.chromium, args=["--no-sandbox"])
         for round_ in range(args.rounds):
-            times["served"].append(served(browser, run))
-            times["html_write"].append(html_write(run, file))
-            times["html_open"].append(html_open(browser, file))
+            measured = (*served(browser, run), html_write(run, file), *html_open(browser, file))
+            for name, value in zip(names, measured, strict=True):
+                times[name].append(value)
             print(round_, {k: round(v[-1], 3) for k, v in times.items()}, flush=True)
         version = browser.version
         browser.close()

@@ -17,9 +17,19 @@ from typing import Any
 
 import pytest
 
+from himga.eval import MemoryCallError
 from himga.runs import PartialRun, Run, load_run
-from himga.view import OUTCOMES, ViewData, ViewServer, evidence_spans, percentile, write_html
+from himga.view import (
+    OUTCOMES,
+    ViewData,
+    ViewServer,
+    evidence_spans,
+    outcome,
+    percentile,
+    write_html,
+)
 from tests.cli_support import run_cli
+from tests.test_eval_support import make_result
 from tests.view_support import QUESTIONS
 
 pytestmark = pytest.mark.usefixtures("loopback_only")
@@ -176,3 +186,26 @@ def test_himga_view_says_what_it_cannot_show(view_runs: Path, tmp_path: Path) ->
     assert "expected a port number 0..65535, got '70000'" in stderr
     code, stderr = run_cli(["view", "--html", str(tmp_path), str(view_runs / "bm25")])
     assert (code, stderr.startswith(f"himga view: error: cannot write {tmp_path}: ")) == (2, True)
+
+
+def test_each_outcome_and_the_errors_a_question_shows() -> None:
+    failed = MemoryCallError("s", "q", "retrieve", "TimeoutError", "too slow")
+    results = [
+        make_result(),  # evidence found once whitespace is collapsed
+        make_result(context="nothing here"),
+        make_result(evidence_texts=(None,)),  # no evidence text to look for
+        make_result(memory_error=failed, context=""),
+        make_result(error="RateLimitError: 429", prediction=None),
+        make_result(),  # judged wrong
+        make_result(),  # the judge failed
+    ]
+    judge = [math.nan] * 5 + [0.0, math.nan]
+    errors = (None,) * 6 + ("no verdict in the reply",)
+    run = PartialRun(Path("r"), {}, results, judge, {}, None, None, errors)
+    names = [OUTCOMES[outcome(run, n)] for n in range(len(results))]
+    assert names == ["correct", "wrong", "unscored", "error", "error", "wrong", "error"]
+    data = ViewData([run])
+    assert data.question(0, 3)["memory_error"]["message"] == "too slow"
+    assert data.question(0, 4)["error"] == "RateLimitError: 429"
+    assert data.question(0, 6)["judge_error"] == "no verdict in the reply"
+    assert data.question(0, 0)["evidence_spans"] == []  # marked only where it is verbatim

@@ -26,7 +26,7 @@ from himga.eval import (
     context_containment,
     question_scores,
 )
-from himga.runs import PartialRun, Run, run_status
+from himga.runs import HEADLINE_METRICS, PartialRun, Run, run_status
 
 __all__ = ["OUTCOMES", "ViewData", "evidence_spans", "outcome", "percentile"]
 
@@ -36,9 +36,6 @@ __all__ = ["OUTCOMES", "ViewData", "evidence_spans", "outcome", "percentile"]
 #: error; ``unscored`` -- neither a verdict nor evidence to look for.
 OUTCOMES = ("correct", "wrong", "error", "unscored")
 
-# The per-question score the question list shows and the diff subtracts: the first the
-# question has, as the headline metric of ``himga runs`` is chosen.
-_SCORE_METRICS = ("judge", "recall@10", "context_recall_any")
 _TEXT_SHOWN = 160  # characters of a question kept in the index (the page shows the rest)
 
 
@@ -110,7 +107,8 @@ class ViewData:
     @staticmethod
     def _score_metric(run: Run | PartialRun) -> str | None:
         overall = run.metrics.get("overall", {})
-        return next((m for m in _SCORE_METRICS if _number(overall.get(m)) is not None), None)
+        # the per-question score the list shows and the diff subtracts: the headline's metric
+        return next((m for m in HEADLINE_METRICS if _number(overall.get(m)) is not None), None)
 
     def leaderboard(self) -> dict[str, Any]:
         """Every run's entry, with the metric columns any of them has a value for."""

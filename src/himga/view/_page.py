@@ -12,7 +12,11 @@ from typing import Any
 from himga.runs import write_text_atomic
 from himga.view._data import ViewData
 
-__all__ = ["page", "to_json", "write_html"]
+__all__ = ["CHUNK", "page", "to_json", "write_html"]
+
+#: Questions' records per embedded element of the single file: showing one question
+#: parses its element alone, not a whole run's contexts.
+CHUNK = 256
 
 
 def to_json(document: Any) -> str:
@@ -31,17 +35,20 @@ def _script(element_id: str, document: Any) -> str:
 
 
 def page(data: ViewData, *, embed: bool) -> str:
-    """The page: with ``embed``, a self-contained file holding every document (each
-    question's record as a JSON string, parsed only when shown); without, the page a
-    server hands out, which fetches its documents from that server."""
-    boot = {"mode": "static" if embed else "served"}
+    """The page: with ``embed``, a self-contained file holding every document (the
+    questions' records in elements of :data:`CHUNK`, each parsed only when one of its
+    questions is shown); without, the page a server hands out, which fetches its
+    documents from that server."""
+    boot = {"mode": "static" if embed else "served", "chunk": CHUNK}
     blocks = [_script("himga-boot", boot)]
     if embed:
         blocks.append(_script("himga-runs", data.leaderboard()))
         for i, run in enumerate(data.runs):
             blocks.append(_script(f"himga-index-{i}", data.index(i)))
-            details = [to_json(data.question(i, n)) for n in range(len(run.results))]
-            blocks.append(_script(f"himga-details-{i}", details))
+            for chunk in range(0, len(run.results), CHUNK):
+                end = min(chunk + CHUNK, len(run.results))
+                details = [data.question(i, n) for n in range(chunk, end)]
+                blocks.append(_script(f"himga-details-{i}-{chunk // CHUNK}", details))
     title = ", ".join(f"{run.label} on {run.dataset_name}" for run in data.runs)
     return (
         _asset("page.html")

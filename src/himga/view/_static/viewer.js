@@ -28,10 +28,13 @@
       once(`index/${i}`, () => (served ? fetched(`api/index/${i}.json`) : embedded(`himga-index-${i}`))),
     question: async (i, n) => {
       if (served) return fetched(`api/question/${i}/${n}.json`);
-      // The single file keeps each question's record as a string, parsed when shown.
-      const records = await once(`details/${i}`, () => embedded(`himga-details-${i}`));
-      if (!(n in records)) throw new Error(`run ${i} has no question ${n}`);
-      return JSON.parse(records[n]);
+      // The single file keeps the records in chunks: showing one parses its chunk alone.
+      const chunk = Math.floor(n / boot.chunk);
+      const element = `himga-details-${i}-${chunk}`;
+      if (!Number.isInteger(n) || n < 0 || !document.getElementById(element)) throw new Error(`run ${i} has no question ${n}`);
+      const records = await once(`details/${i}/${chunk}`, () => embedded(element));
+      if (!(n % boot.chunk in records)) throw new Error(`run ${i} has no question ${n}`);
+      return records[n % boot.chunk];
     },
   };
 
