@@ -16,7 +16,6 @@ but this machine is refused and recorded, and the test fails when there was one.
 
 from __future__ import annotations
 
-import fcntl
 import os
 import shutil
 import subprocess
@@ -44,8 +43,10 @@ def _find() -> str | None:
 
 def _install() -> str | None:
     """Install Debian's chromium once (root with apt-get only); the browser found after."""
-    if os.geteuid() != 0 or shutil.which("apt-get") is None:
+    if not hasattr(os, "geteuid") or os.geteuid() != 0 or shutil.which("apt-get") is None:
         return None
+    import fcntl  # POSIX, as apt-get is
+
     lock = Path(tempfile.gettempdir()) / "himga-tests-chromium.lock"
     with lock.open("a") as file:
         fcntl.flock(file, fcntl.LOCK_EX)  # one installer; the others wait, then find it
