@@ -10,7 +10,7 @@ Playwright's ``route`` does.)
 ``apt-get``, it installs Debian's ``chromium`` once, under a file lock, so parallel
 pytest-xdist workers wait for one installation. Otherwise a missing browser fails the
 test under ``CI=true`` and skips it elsewhere. :func:`browser` is one headless browser
-per test session; :func:`offline_page` a fresh page in which every request to anything
+per test module; :func:`offline_page` a fresh page in which every request to anything
 but this machine is refused and recorded, and the test fails when there was one.
 """
 
@@ -69,9 +69,11 @@ def chromium() -> str:
     return found
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser(chromium: str) -> Iterator[Browser]:
-    """One headless Chromium for the session."""
+    """One headless Chromium for a test module. Not for the session: Playwright's sync API
+    runs an event loop on this thread while it is open, and every later test that calls
+    ``asyncio.run`` in the same process would fail."""
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as playwright:
