@@ -229,9 +229,9 @@ class ViewData:
             "outcome": OUTCOMES[outcome(run, n)],
             "evidence_spans": evidence_spans(result.context, result.evidence_texts),
             "metrics": {  # those of the tables, by title
-                available_metrics()[name].title: value
+                available_metrics()[name].title: _number(value)
                 for name, value in self._metrics(n, run, *self._table_metrics).items()
-                if value is not None
+                if _number(value) is not None
             },
         }
         return record
