@@ -193,9 +193,8 @@ class ViewData:
             columns["question_id"].append(result.question_id)
             columns["category"].append(categories.setdefault(result.category, len(categories)))
             columns["outcome"].append(outcome(run, n))
-            columns["score"].append(
-                None if metric is None else self._metrics(n, run, metric)[metric]
-            )
+            score = None if metric is None else self._metrics(n, run, metric)[metric]
+            columns["score"].append(_number(score))
             columns["text"].append(result.question[:_TEXT_SHOWN])
         return {
             "run": i,
