@@ -10,10 +10,13 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, settings
 
+from tests.browser import browser, chromium, offline_page
 from tests.loopback_server import LoopbackServer
 from tests.network_guard import loopback_only
+from tests.view_support import make_runs
 
-__all__ = ["loopback_only"]  # the fixture, for `pytest.mark.usefixtures("loopback_only")`
+# the fixtures: `pytest.mark.usefixtures("loopback_only")`; the browser for the viewer's tests
+__all__ = ["browser", "chromium", "loopback_only", "offline_page"]
 
 # `dev` keeps the suite fast on a laptop; `ci` (chosen automatically under CI=true,
 # or with HYPOTHESIS_PROFILE=ci) searches harder. The kit itself never loads a profile.
@@ -27,6 +30,13 @@ settings.load_profile(
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 SHARED_DATASETS = PROJECT_ROOT.parent / "shared" / "datasets"
+
+
+@pytest.fixture(scope="session")
+def view_runs(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A runs directory of ``himga eval`` runs, two judged and one killed half-way
+    (:func:`tests.view_support.make_runs`); copy a run before changing it."""
+    return make_runs(tmp_path_factory.mktemp("view-runs"))
 
 
 @pytest.fixture(scope="session")

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from himga.benchmarks.locomo import locomo_f1
 from himga.data.schema import Category
-from himga.eval import compute_metrics, context_containment
+from himga.eval import compute_metrics, context_containment, question_scores
 from himga.eval._ranking import RANK_KS
 from tests.test_eval_support import make_result
 
@@ -163,3 +163,12 @@ def test_aggregates_partition_the_questions(rows: list[tuple[Category, bool]]) -
     adversarial = sum(c is Category.ADVERSARIAL for c, _ in rows)
     assert metrics["overall"]["questions"] == len(results) - adversarial
     assert metrics["overall_with_adversarial"]["questions"] == len(results)
+
+
+def test_question_scores_only_scores_the_metrics_named() -> None:
+    result = make_result(ranked_turn_ids=("D1:1",))
+    every = question_scores(result, 1.0)
+    some = question_scores(result, 1.0, only=("judge", "recall@10", "no-such-metric"))
+    assert some == {"judge": every["judge"], "recall@10": every["recall@10"]}
+    assert some["judge"] == 1.0
+    assert question_scores(result, only=()) == {}

@@ -9,7 +9,14 @@ from typing import Any
 
 from himga._extras import MissingExtraError
 from himga.eval import compute_measurements, format_table
-from himga.runs import RunDir, RunReadError, plot_report, render_report, write_text_atomic
+from himga.runs import (
+    PartialRun,
+    RunReadError,
+    load_run,
+    plot_report,
+    render_report,
+    write_text_atomic,
+)
 
 __all__ = ["register", "run"]
 
@@ -22,8 +29,9 @@ def register(commands: Any) -> None:
         description=(
             "Write RUN/report.md (or --out): the per-category table, what was run on what "
             "and when, the cost in tokens, and a per-category plot (report.png beside it; "
-            "needs the plot extra, otherwise the report says so). Exit status 2 when the "
-            "run cannot be read or the report cannot be written."
+            "needs the plot extra, otherwise the report says so). A run without a manifest "
+            "(under way, or killed) is reported from its checkpoint, marked partial. Exit "
+            "status 2 when the run cannot be read or the report cannot be written."
         ),
     )
     parser.add_argument("run", type=Path, metavar="RUN", help="a himga eval run directory")
@@ -34,7 +42,7 @@ def register(commands: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     """Write the report; 2 when the run cannot be read or the report written."""
     try:
-        loaded = RunDir(args.run).read()
+        loaded = load_run(args.run)
     except RunReadError as exc:
         print(f"himga report: error: {exc}", file=sys.stderr)
         return 2
@@ -50,16 +58,21 @@ def run(args: argparse.Namespace) -> int:
         figure = f"No plot: {exc}."
     except OSError as exc:
         return _cannot_write(plot, exc)
+    partial = isinstance(loaded, PartialRun)
     table = format_table(
         loaded.metrics,
-        dataset=loaded.manifest.dataset.name,
+        dataset=loaded.dataset_name,
         measurements=compute_measurements(loaded.results),
     )
     try:
         write_text_atomic(out, render_report(loaded, table, figure))
     except OSError as exc:
         return _cannot_write(out, exc)
-    print(f"wrote {out}" + (f" and {plot}" if plot.exists() else ""))
+    print(
+        f"wrote {out}"
+        + (f" and {plot}" if plot.exists() else "")
+        + (" (partial: the run has no manifest yet)" if partial else "")
+    )
     return 0
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import asdict
 from typing import Any
 
@@ -51,16 +51,20 @@ def _judge_value(judge: float | None) -> float | None:
     return None if judge is None or math.isnan(judge) else float(judge)
 
 
-def question_scores(result: EvalResult, judge: float | None = None) -> dict[str, float | None]:
+def question_scores(
+    result: EvalResult, judge: float | None = None, *, only: Collection[str] | None = None
+) -> dict[str, float | None]:
     """Every metric of the result's benchmark (see :func:`~himga.eval.metrics_of`) for one
     question, ``None`` where it does not apply; a block's value of
-    :func:`compute_metrics` aggregates its questions' non-``None`` values.
+    :func:`compute_metrics` aggregates its questions' non-``None`` values. ``only``: the
+    names of the metrics to score, the others left out (a viewer's one column of 10,000
+    questions need not pay for twenty).
 
     A metric is scored only when the question has what it needs (an answer and no
     LLM error; a judge score; an evidence text; a ranking and evidence). A result
     with a ``memory_error`` has no score at all.
     """
-    metrics = metrics_of(result.dataset)
+    metrics = [m for m in metrics_of(result.dataset) if only is None or m.name in only]
     scores: dict[str, float | None] = {metric.name: None for metric in metrics}
     if result.memory_error is not None:
         return scores

@@ -20,7 +20,7 @@ from himga._errors import HimgaError
 from himga.eval._identity import _diff
 from himga.eval._result import EvalResult
 
-__all__ = ["Checkpoint", "CheckpointError", "CheckpointMismatchError"]
+__all__ = ["Checkpoint", "CheckpointError", "CheckpointMismatchError", "read_checkpoint"]
 
 _FORMAT = 2
 
@@ -77,44 +77,21 @@ class Checkpoint:
             # The process died while writing this line: it was never acknowledged.
             with self._path.open("r+b") as file:
                 file.truncate(len(complete) + 1 if complete else 0)
-        if not complete:
+        recorded = read_checkpoint(self._path, raw)
+        if recorded is None:
             return False
-        lines = complete.decode("utf-8").split("\n")
-        header = self._parse(lines[0], 1)
-        version = header.get("himga_checkpoint")
-        if isinstance(version, int) and version != _FORMAT and "run" in header:
-            raise CheckpointMismatchError(
-                f"{self._path} has checkpoint format {version} (another himga version, "
-                f"this one writes {_FORMAT}); start over in another file",
-                ("himga_checkpoint",),
-            )
-        if version != _FORMAT or not isinstance(header.get("run"), dict):
-            raise CheckpointError(f"{self._path}:1: not a himga checkpoint header")
+        run, results = recorded
         found: list[str] = []
-        for key in sorted(set(header["run"]) | set(self._run)):
-            _diff(key, header["run"].get(key), self._run.get(key), found)
+        for key in sorted(set(run) | set(self._run)):
+            _diff(key, run.get(key), self._run.get(key), found)
         if found:
             raise CheckpointMismatchError(
                 f"{self._path} was recorded by another run, so its results cannot be "
                 f"resumed; differs in {'; '.join(found)} (recorded != now)",
                 tuple(line.partition(":")[0] for line in found),
             )
-        for number, line in enumerate(lines[1:], start=2):
-            try:
-                result = EvalResult.from_dict(self._parse(line, number))
-            except (KeyError, TypeError, ValueError) as exc:
-                raise CheckpointError(f"{self._path}:{number}: malformed result: {exc}") from exc
-            done[result.key] = result
+        done.update(results)
         return True
-
-    def _parse(self, line: str, number: int) -> dict[str, Any]:
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise CheckpointError(f"{self._path}:{number}: invalid JSON: {exc}") from exc
-        if not isinstance(record, dict):
-            raise CheckpointError(f"{self._path}:{number}: expected a JSON object")
-        return record
 
     def append(self, result: EvalResult) -> None:
         """Record ``result`` durably."""
@@ -135,3 +112,48 @@ class Checkpoint:
         if self._file is not None:
             self._file.close()
             self._file = None
+
+
+def read_checkpoint(
+    path: Path, raw: bytes | None = None
+) -> tuple[dict[str, Any], dict[tuple[str, str], EvalResult]] | None:
+    """A checkpoint's header ``run`` and its results by ``(sample_id, question_id)`` (a later
+    line superseding an earlier one), read without writing: a torn last line, which a
+    writer still running or killed left, is ignored. ``None`` when not even the header is
+    complete; :class:`CheckpointError` naming the line when one is malformed. ``raw``: the
+    file's bytes, when already read."""
+    complete = (path.read_bytes() if raw is None else raw).rpartition(b"\n")[0]
+    if not complete:
+        return None
+    try:
+        lines = complete.decode("utf-8").split("\n")
+    except UnicodeDecodeError as exc:
+        raise CheckpointError(f"{path}: not UTF-8 text: {exc}") from None
+    header = _parse(path, lines[0], 1)
+    version = header.get("himga_checkpoint")
+    if isinstance(version, int) and version != _FORMAT and "run" in header:
+        raise CheckpointMismatchError(
+            f"{path} has checkpoint format {version} (another himga version, "
+            f"this one writes {_FORMAT}); start over in another file",
+            ("himga_checkpoint",),
+        )
+    if version != _FORMAT or not isinstance(header.get("run"), dict):
+        raise CheckpointError(f"{path}:1: not a himga checkpoint header")
+    results: dict[tuple[str, str], EvalResult] = {}
+    for number, line in enumerate(lines[1:], start=2):
+        try:
+            result = EvalResult.from_dict(_parse(path, line, number))
+        except (KeyError, TypeError, ValueError) as exc:
+            raise CheckpointError(f"{path}:{number}: malformed result: {exc}") from exc
+        results[result.key] = result
+    return header["run"], results
+
+
+def _parse(path: Path, line: str, number: int) -> dict[str, Any]:
+    try:
+        record = json.loads(line)
+    except json.JSONDecodeError as exc:
+        raise CheckpointError(f"{path}:{number}: invalid JSON: {exc}") from exc
+    if not isinstance(record, dict):
+        raise CheckpointError(f"{path}:{number}: expected a JSON object")
+    return record

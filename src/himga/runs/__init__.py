@@ -4,8 +4,10 @@ A run directory holds one evaluation: ``checkpoint.jsonl``, ``results.jsonl``,
 ``metrics.json`` and ``manifest.json`` (:class:`Manifest`), marked as himga's and
 locked while written (:class:`RunDir`). :func:`evaluate_run` makes one from an
 :class:`EvalRequest`; :meth:`RunDir.read` reads one back, checked against its
-manifest; :func:`merge_runs`, :func:`compare_runs` and :func:`render_report` are
-``himga merge``, ``compare`` and ``report`` without the command line.
+manifest; :func:`load_run` reads any run, a :class:`PartialRun` from its checkpoint while it has
+no manifest (under way, or killed); :func:`merge_runs`, :func:`compare_runs`,
+:func:`render_report` and :func:`summarize_run` are ``himga merge``, ``compare``,
+``report`` and ``runs`` without the command line.
 """
 
 from himga.runs._compare import (
@@ -28,6 +30,7 @@ from himga.runs._evaluate import (
 from himga.runs._files import write_json, write_jsonl, write_text_atomic
 from himga.runs._journal import JUDGE_JOURNAL
 from himga.runs._leaderboard import Leaderboard, LeaderboardRow, format_leaderboard, leaderboard
+from himga.runs._load import PartialRun, RunStatus, find_runs, load_run, run_status
 from himga.runs._manifest import (
     MANIFEST_FORMAT,
     CostsInfo,
@@ -44,6 +47,7 @@ from himga.runs._rundir import (
     JUDGE_CACHE,
     LOCK,
     MARKER,
+    PLAN,
     RUN_FILES,
     Run,
     RunDir,
@@ -51,9 +55,11 @@ from himga.runs._rundir import (
     RunLockedError,
     RunReadError,
 )
+from himga.runs._summary import HEADLINE_METRICS, RunSummary, format_runs, summarize_run
 
 __all__ = [
     "DEFAULT_METRICS",
+    "HEADLINE_METRICS",
     "JUDGE_CACHE",
     "JUDGE_JOURNAL",
     "LOCK",
@@ -61,6 +67,7 @@ __all__ = [
     "MARKER",
     "METRIC_TITLES",
     "PER_RUN_FIELDS",
+    "PLAN",
     "PREFLIGHT_EXAMPLES",
     "RUN_FILES",
     "CompareError",
@@ -73,6 +80,7 @@ __all__ = [
     "ManifestError",
     "MemoryInfo",
     "MergeError",
+    "PartialRun",
     "PreflightFailedError",
     "PreflightReport",
     "Run",
@@ -81,20 +89,27 @@ __all__ = [
     "RunLockedError",
     "RunOutcome",
     "RunReadError",
+    "RunStatus",
+    "RunSummary",
     "ShardInfo",
     "compare_runs",
     "default_run_directory",
     "evaluate_run",
+    "find_runs",
     "format_comparison",
     "format_leaderboard",
     "format_p_value",
+    "format_runs",
     "leaderboard",
+    "load_run",
     "merge_runs",
     "nan_if_none",
     "plot_comparison",
     "plot_report",
     "preflight",
     "render_report",
+    "run_status",
+    "summarize_run",
     "write_json",
     "write_jsonl",
     "write_text_atomic",

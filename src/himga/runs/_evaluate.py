@@ -44,7 +44,7 @@ from himga.runs._files import leading_entries
 from himga.runs._journal import JUDGE_JOURNAL, VerdictJournal, read_journal
 from himga.runs._manifest import CostsInfo, DatasetInfo, Manifest, MemoryInfo, ShardInfo
 from himga.runs._preflight import PreflightReport, preflight
-from himga.runs._rundir import JUDGE_CACHE, RunDir, RunDirError, RunReadError
+from himga.runs._rundir import JUDGE_CACHE, PLAN, RunDir, RunDirError, RunReadError
 
 __all__ = [
     "EvalRequest",
@@ -315,6 +315,9 @@ def _evaluate(
         log.open(run_dir.file(CALLS_FILE))
         keys = {(s.sample_id, qa.question_id) for s in samples for qa in s.qa_pairs}
         resumed = _resumable(run_dir, identity, keys) if request.resume else 0
+        # What the checkpoint alone cannot tell a reader while the run is under way (or
+        # after it was killed): how many questions it is to answer, and since when.
+        run_dir.write_json(PLAN, {"questions": len(keys), "started_at": started_at})
         if request.shard is not None:
             run_dir.write_json("shard.json", {"shard": str(request.shard), "covers": covered})
         options = EvalOptions(

@@ -8,6 +8,7 @@ from typing import Any
 from himga._extras import require
 from himga.runs._compare import METRIC_TITLES
 from himga.runs._files import save_figure
+from himga.runs._load import PartialRun
 from himga.runs._manifest import CostsInfo
 from himga.runs._rundir import Run
 
@@ -20,9 +21,12 @@ def _count(value: Any) -> str:
     return f"{value:,}" if isinstance(value, int) else str(value)
 
 
-def render_report(run: Run, table: str, figure: str) -> str:
+def render_report(run: Run | PartialRun, table: str, figure: str) -> str:
     """The report's markdown: ``table`` is the per-category table of the run's metrics,
-    ``figure`` the plot's markdown (or why there is none)."""
+    ``figure`` the plot's markdown (or why there is none). A :class:`PartialRun` is
+    reported as such: its title says partial, and what is known without a manifest."""
+    if isinstance(run, PartialRun):
+        return _render_partial(run, table, figure)
     manifest = run.manifest.to_dict()
     memory = manifest["memory"]
     dataset = manifest["dataset"]
@@ -140,6 +144,47 @@ def render_report(run: Run, table: str, figure: str) -> str:
     )
 
 
+def _render_partial(run: PartialRun, table: str, figure: str) -> str:
+    identity = run.identity
+    dataset = run.dataset_name
+    total = "an unrecorded number of" if run.planned is None else f"{run.planned:,}"
+    started = run.started_at or "at an unrecorded time"
+    answer = identity.get("answer")
+    judge = identity.get("judge")
+    what = [
+        f"Memory `{run.label}` (`{identity.get('memory_class')}`, source hash "
+        f"`{str(identity.get('memory_source_sha256'))[:16]}…`) on dataset `{dataset}` "
+        f"(sha256 `{identity.get('dataset_sha256')}`).",
+        "No LLM: retrieval only."
+        if not answer
+        else f"Answers by {answer.get('provider')} model `{answer.get('model')}`"
+        + ("." if not judge else f", judged by `{judge.get('model')}` (no verdict yet)."),
+    ]
+    return "\n".join(
+        [
+            f"# himga run report (partial): `{run.label}` on `{dataset}`",
+            "",
+            f"Run directory `{run.path}`. **Partial**: {len(run.results):,} of {total} "
+            "questions finished, read from `checkpoint.jsonl`; the run has no manifest yet "
+            "(it is under way, or was stopped: `himga eval --out "
+            f"{run.path} --resume` finishes it). Started {started}.",
+            "",
+            "## Results so far",
+            "",
+            "```text",
+            table,
+            "```",
+            "",
+            figure,
+            "",
+            "## What is being run",
+            "",
+            " ".join(what),
+            "",
+        ]
+    )
+
+
 def _phase_costs(costs: CostsInfo | None) -> str:
     """The manifest's ``costs`` as a sentence on what was counted and a table per phase."""
     if costs is None:
@@ -192,7 +237,7 @@ def _phase_costs(costs: CostsInfo | None) -> str:
     return "\n".join([memory, "", summed, "", *rows, *(by_model if costs.phases.models else [])])
 
 
-def plot_report(run: Run, file: Path) -> None:
+def plot_report(run: Run | PartialRun, file: Path) -> None:
     """The per-category bars of a run's main metrics, saved to ``file`` (needs the plot extra)."""
     matplotlib = require("matplotlib", extra="plot", purpose="the plot of himga report")
     matplotlib.use("Agg")
@@ -209,6 +254,6 @@ def plot_report(run: Run, file: Path) -> None:
     axis.set_xticks(range(len(blocks)))
     axis.set_xticklabels(list(blocks), fontsize=8)
     axis.set_ylim(0, 1)
-    axis.set_title(f"{run.label} on {run.manifest.dataset.name}", fontsize=10)
+    axis.set_title(f"{run.label} on {run.dataset_name}", fontsize=10)
     axis.legend(fontsize=8)
     save_figure(pyplot, figure, file)

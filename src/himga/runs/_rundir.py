@@ -32,6 +32,7 @@ __all__ = [
     "JUDGE_CACHE",
     "LOCK",
     "MARKER",
+    "PLAN",
     "RUN_FILES",
     "Run",
     "RunDir",
@@ -46,6 +47,8 @@ MARKER = ".himga-run"
 LOCK = ".himga-run.lock"
 #: The judge's verdicts, by request: a resumed run asks again none of them.
 JUDGE_CACHE = "judge_cache.json"
+#: The questions a run plans and when it started, written as it starts (see :func:`load_run`).
+PLAN = "plan.json"
 #: The files of a run (``--fresh`` removes them; the marker and the lock stay).
 RUN_FILES = (
     "checkpoint.jsonl",
@@ -56,10 +59,15 @@ RUN_FILES = (
     "manifest.json",
     "shard.json",
     "merge.json",
+    "plan.json",  # the questions planned and the start: a partial run's total
     "calls.jsonl",  # each model call a proxy counted (the manifest's costs sum them)
     "report.md",  # himga report: it would describe the discarded run
     "report.png",
 )
+
+
+# Written before the checkpoint begins: a run stopped then left them, and nothing to resume.
+_PRELUDE = ("calls.jsonl", PLAN)
 
 
 class RunDirError(HimgaError, ValueError):
@@ -77,18 +85,25 @@ class RunReadError(HimgaError, ValueError):
 @dataclass(frozen=True)
 class Run:
     """A finished run as read back: its manifest, metrics and results (with judge scores,
-    NaN where a question has none)."""
+    NaN where a question has none, and why the judge gave none: ``judge_errors``, aligned
+    with ``results`` when read from a run directory, else empty)."""
 
     path: Path
     manifest: Manifest
     metrics: dict[str, Any]
     results: list[EvalResult]
     judge: list[float]
+    judge_errors: tuple[str | None, ...] = ()
 
     @property
     def label(self) -> str:
         """The memory spec with its arguments, e.g. ``bm25 k=20``."""
         return self.manifest.label
+
+    @property
+    def dataset_name(self) -> str:
+        """The dataset (benchmark) the run evaluated, e.g. ``locomo``."""
+        return self.manifest.dataset.name
 
 
 def _lock(file: IO[bytes]) -> bool:
@@ -216,7 +231,7 @@ class RunDir:
         elif not resume:
             # Calls counted before the checkpoint began (the pre-flight of a run stopped
             # then) belong to the run started here: its costs add them, as a resume would.
-            left = [n for n in RUN_FILES if n != "calls.jsonl" and self.file(n).exists()]
+            left = [n for n in RUN_FILES if n not in _PRELUDE and self.file(n).exists()]
             if left:
                 raise RunDirError(
                     f"{path} holds a run's {', '.join(left)} but no checkpoint to resume: "
@@ -358,6 +373,7 @@ class RunDir:
         file = self.file("results.jsonl")
         results: list[EvalResult] = []
         judge: list[float] = []
+        judge_errors: list[str | None] = []
         for number, record in enumerate(self.read_records(), start=1):
             try:
                 results.append(EvalResult.from_dict(record))
@@ -365,7 +381,9 @@ class RunDir:
                 raise RunReadError(f"{file}:{number}: malformed result: {exc}") from None
             score = record.get("judge")
             judge.append(float(score) if isinstance(score, (int, float)) else math.nan)
-        return Run(self.path, manifest, metrics, results, judge)
+            error = record.get("judge_error")
+            judge_errors.append(None if error is None else str(error))
+        return Run(self.path, manifest, metrics, results, judge, tuple(judge_errors))
 
 
 def _items(value: Any) -> list[tuple[str, Any]]:

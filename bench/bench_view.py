@@ -1,0 +1,219 @@
+"""How fast ``himga view`` opens a 10,000-question run, served and as one HTML file.
+
+Run by hand (never in the test suite)::
+
+    uv run python bench/bench_view.py                # 5 rounds, figures to docs/bench_view/
+    uv run python bench/bench_view.py --rounds 3 --questions 2000
+
+The run is made once by ``himga eval`` itself (``bm25``, offline) on a generated
+LongMemEval-layout file (``himga.data.synthetic``: one question per sample, 3 sessions
+of 6 turns of ~300 characters) and kept under ``/tmp/himga-bench-view`` (reused when
+present; never commit it). Each round, in Debian's Chromium (headless, Playwright, one
+browser for the whole bench, a fresh context per measurement so nothing is cached):
+
+* ``served``: from starting ``himga view RUN`` (a fresh interpreter: imports, reading
+  and checking the run, building the documents) to the leaderboard, then the first
+  page of the question list, then the first question rendered (``served_leaderboard``:
+  to the first alone);
+* ``html_write``: ``himga view --html FILE RUN``, the whole command;
+* ``html_open``: from opening that file to the same three pages rendered
+  (``html_open_leaderboard``: to the first).
+
+``*_cpu``: the CPU seconds the server and the browser processes used meanwhile. On
+2 cores shared by other jobs the wall times mostly measure waiting for a core; the
+CPU seconds are the work itself, which an idle machine does in about that time (less
+where the server and the browser overlap on two cores).
+
+Variants are interleaved round by round; the medians go to ``docs/bench_view/view.json``
+with the machine's load average, and ``docs/view.md`` quotes them. Target: each open
+under 2 s.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path("/tmp/himga-bench-view")
+OUT = Path(__file__).resolve().parent.parent / "docs" / "bench_view" / "view.json"
+PAGES = ("#/", "#/run/0", "#/run/0/q/0")
+
+
+def make_run(questions: int) -> Path:
+    """The bm25 run over ``questions`` generated questions (made once, then reused)."""
+    from himga.data.synthetic import write_longmemeval
+    from himga.runs import EvalRequest, evaluate_run
+
+    run = ROOT / f"run-{questions}"
+    if (run / "manifest.json").exists():
+        return run
+    ROOT.mkdir(parents=True, exist_ok=True)
+    data = ROOT / f"longmemeval_s-{questions}.json"
+    write_longmemeval(data, questions=questions, sessions=3, turns=6, turn_chars=300)
+    shutil.rmtree(run, ignore_errors=True)
+    request = EvalRequest(
+        dataset="longmemeval_s",
+        data_path=data,
+        memory="bm25",
+        preflight=False,
+        out=run,
+        show_progress=False,
+    )
+    evaluate_run(request)
+    return run
+
+
+def _rendered(page: Any, start: float) -> float:
+    """Show each of :data:`PAGES` in turn; the seconds from ``start`` to the first shown."""
+    first = 0.0
+    for hash_ in PAGES:
+        page.evaluate(f"location.hash = {hash_!r}")
+        page.wait_for_selector(f'main[data-ready="{hash_}"]', timeout=60_000)
+        first = first or time.perf_counter() - start
+    return first
+
+
+def _processes() -> dict[int, tuple[int, float]]:
+    """Every process's parent and CPU seconds so far (user + system; Linux ``/proc``)."""
+    found = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                fields = (entry / "stat").read_text().rpartition(")")[2].split()
+            except OSError:
+                continue  # ended meanwhile
+            cpu = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+            found[int(entry.name)] = (int(fields[1]), cpu)
+    return found
+
+
+def _children_cpu() -> dict[int, float]:
+    """CPU seconds used so far by each live process this one started, and theirs (the
+    browser's processes, its driver, a server)."""
+    table = _processes()
+    mine = {os.getpid()}
+    grown = True
+    while grown:
+        more = {pid for pid, (parent, _) in table.items() if parent in mine} - mine
+        grown = bool(more)
+        mine |= more
+    return {pid: table[pid][1] for pid in mine - {os.getpid()}}
+
+
+def _used(before: dict[int, float]) -> float:
+    """CPU seconds the children used since ``before`` (per process: one that ended
+    meanwhile, a closed page's, drops out instead of being counted negative)."""
+    return sum(cpu - before.get(pid, 0.0) for pid, cpu in _children_cpu().items())
+
+
+def served(browser: Any, run: Path) -> tuple[float, float, float]:
+    """Seconds to the leaderboard, to the three pages, and the CPU seconds the server and
+    the browser used meanwhile."""
+    before = _children_cpu()
+    start = time.perf_counter()
+    child = subprocess.Popen(
+        [sys.executable, "-m", "himga", "view", str(run)],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert child.stdout is not None
+        url = child.stdout.readline().split(" at ")[1].split()[0]
+        context = browser.new_context()
+        page = context.new_page()
+        page.goto(url)
+        first = _rendered(page, start)
+        elapsed = time.perf_counter() - start
+        cpu = _used(before)
+        context.close()
+    finally:
+        child.terminate()
+        child.wait()
+    return first, elapsed, cpu
+
+
+def html_write(run: Path, file: Path) -> float:
+    start = time.perf_counter()
+    subprocess.run(
+        [sys.executable, "-m", "himga", "view", "--html", str(file), str(run)],
+        check=True,
+        stdout=subprocess.DEVNULL,
+    )
+    return time.perf_counter() - start
+
+
+def html_open(browser: Any, file: Path) -> tuple[float, float, float]:
+    """Seconds to the leaderboard, to the three pages, and the browser's CPU seconds."""
+    context = browser.new_context()
+    page = context.new_page()
+    before = _children_cpu()
+    start = time.perf_counter()
+    page.goto(file.as_uri())
+    first = _rendered(page, start)
+    elapsed = time.perf_counter() - start
+    cpu = _used(before)
+    context.close()
+    return first, elapsed, cpu
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    parser.add_argument("--questions", type=int, default=10_000)
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--chromium", default=shutil.which("chromium") or "chromium")
+    parser.add_argument("--out", type=Path, default=OUT)
+    args = parser.parse_args()
+    from playwright.sync_api import sync_playwright
+
+    run = make_run(args.questions)
+    file = ROOT / "view.html"
+    names = (
+        "served_leaderboard",
+        "served",
+        "served_cpu",
+        "html_write",
+        "html_open_leaderboard",
+        "html_open",
+        "html_open_cpu",
+    )
+    times: dict[str, list[float]] = {name: [] for name in names}
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=args.chromium, args=["--no-sandbox"])
+        for round_ in range(args.rounds):
+            measured = (*served(browser, run), html_write(run, file), *html_open(browser, file))
+            for name, value in zip(names, measured, strict=True):
+                times[name].append(value)
+            print(round_, {k: round(v[-1], 3) for k, v in times.items()}, flush=True)
+        version = browser.version
+        browser.close()
+    commit = subprocess.run(
+        ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=False
+    ).stdout.strip()
+    figures = {
+        "baseline": f"himga view at {commit}, first measurement (issue 33)",
+        "questions": args.questions,
+        "rounds": args.rounds,
+        "median_s": {k: round(statistics.median(v), 3) for k, v in times.items()},
+        "all_s": {k: [round(x, 3) for x in v] for k, v in times.items()},
+        "results_jsonl_mb": round((run / "results.jsonl").stat().st_size / 1e6, 1),
+        "html_mb": round(file.stat().st_size / 1e6, 1),
+        "chromium": version,
+        "cpus": os.cpu_count(),
+        "load_average_1m": round(os.getloadavg()[0], 2),
+        "target_s": 2.0,
+    }
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(figures, indent=2) + "\n", "utf-8")
+    print(json.dumps(figures["median_s"]), f"-> {args.out}")
+
+
+if __name__ == "__main__":
+    main()

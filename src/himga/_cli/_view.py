@@ -1,0 +1,90 @@
+"""``himga view [RUN_OR_DIR ...]``: the runs in a local web viewer, served or as one HTML file."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from himga.runs import PartialRun, Run, RunReadError, find_runs, load_run
+
+__all__ = ["register", "run"]
+
+
+def register(commands: Any) -> None:
+    """Add the ``view`` subcommand."""
+    parser = commands.add_parser(
+        "view",
+        help="browse runs in a local web viewer: leaderboard, questions, diffs (offline)",
+        description=(
+            "Serve a viewer of the runs given (run directories, or directories of runs; "
+            "default runs/) on 127.0.0.1 and print its address (Ctrl-C stops it), or with "
+            "--html write it as one self-contained HTML file. A leaderboard, each question "
+            "with its evidence and retrieved context, the diff of two runs, recall@k curves; "
+            "runs without a manifest (under way, or killed) are shown partial. Nothing is "
+            "fetched from the network. Exit status 2 when no run can be read (an unreadable "
+            "one is named on stderr and left out)."
+        ),
+    )
+    parser.add_argument(
+        "runs", nargs="*", type=Path, metavar="RUN_OR_DIR", help="runs to show (default: runs/)"
+    )
+    parser.add_argument("--html", type=Path, default=None, metavar="FILE", help="write one file")
+    parser.add_argument("--port", type=_port, default=0, help="port to serve on (default: free)")
+    parser.set_defaults(handler=run)
+
+
+def _port(text: str) -> int:
+    try:
+        port = int(text)
+    except ValueError:
+        port = -1
+    if not 0 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"expected a port number 0..65535, got {text!r}")
+    return port
+
+
+def run(args: argparse.Namespace) -> int:
+    """Serve (until Ctrl-C) or write the viewer; 2 when no run can be read or served."""
+    # Imported here: the viewer is only needed by this command.
+    from himga.view import ViewData, ViewServer, write_html
+
+    loaded: list[Run | PartialRun] = []
+    for given in args.runs or [Path("runs")]:
+        try:
+            paths = find_runs(given)
+        except RunReadError as exc:
+            print(f"himga view: {exc}", file=sys.stderr)
+            continue
+        for path in paths:
+            try:
+                loaded.append(load_run(path))
+            except RunReadError as exc:
+                print(f"himga view: left out {path}: {exc}", file=sys.stderr)
+    if not loaded:
+        print("himga view: error: no run to show", file=sys.stderr)
+        return 2
+    data = ViewData(loaded)
+    if args.html is not None:
+        try:
+            write_html(data, args.html)
+        except OSError as exc:
+            print(f"himga view: error: cannot write {args.html}: {exc.strerror}", file=sys.stderr)
+            return 2
+        print(f"wrote {args.html} ({len(loaded)} runs)")
+        return 0
+    try:
+        server = ViewServer(data, port=args.port)
+    except OSError as exc:
+        print(
+            f"himga view: error: cannot serve on port {args.port}: {exc.strerror}", file=sys.stderr
+        )
+        return 2
+    with server:
+        print(f"himga view: {len(loaded)} runs at {server.url} (Ctrl-C stops)", flush=True)
+        try:
+            server.serve_forever()
+        except KeyboardInterrupt:
+            print("himga view: stopped", file=sys.stderr)
+    return 0
