@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Mapping, Sequence
 
 from tqdm.auto import tqdm
@@ -72,7 +73,9 @@ class Ledger:
     :meth:`plan` takes each sample in order and returns its questions still to
     do; :meth:`record` keeps the first result per question (an executor that
     retries may deliver one twice) and appends it to the checkpoint;
-    :meth:`results` lists them in question order.
+    :meth:`results` lists them in question order. :meth:`record` may be called from
+    any thread (the memory thread records what needs no answer the moment it is
+    retrieved, the event loop the answers).
     """
 
     def __init__(
@@ -91,6 +94,7 @@ class Ledger:
             self._finished = {
                 key: r for key, r in done.items() if r.error is None and r.memory_error is None
             }
+        self._lock = threading.Lock()
         self._order: list[tuple[str, str]] = []
         self._seen: set[tuple[str, str]] = set()
         self._progress = tqdm(total=total, disable=not show_progress, unit="q", desc=description)
@@ -132,12 +136,13 @@ class Ledger:
 
     def record(self, result: EvalResult) -> None:
         """Keep ``result`` (unless its question has one already) and record it durably."""
-        if result.key in self._finished:
-            return
-        self._finished[result.key] = result
-        if self._store is not None:
-            self._store.append(result)
-        self._progress.update(1)
+        with self._lock:
+            if result.key in self._finished:
+                return
+            if self._store is not None:
+                self._store.append(result)
+            self._finished[result.key] = result
+            self._progress.update(1)
 
     def fail(self, sample: Sample, pending: Sequence[QAPair], reason: str) -> None:
         """Record each of ``pending`` as lost with its worker (:func:`failed_result`)."""
