@@ -8,6 +8,7 @@ files, which rewrote model names, ids and JSON keys when a key was short.
 from __future__ import annotations
 
 import json
+import sqlite3
 from pathlib import Path
 from typing import Any
 
@@ -101,6 +102,30 @@ def test_a_key_echoed_by_the_llm_never_reaches_results_or_checkpoint(
     assert {r["prediction"] for r in _lines(out / "results.jsonl")} == {
         "the key is ***, as you asked"
     }
+
+
+def test_a_key_echoed_by_the_llm_never_persists_in_the_llm_cache(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Issue 34 (9): results and checkpoint were redacted, the --llm-cache file kept the
+    # raw reply. A rerun is still answered from the cache, with the same results.
+    cache = tmp_path / "llm.sqlite"
+    with FakeLLMServer(responder=_leaky) as server:
+        monkeypatch.setenv("OPENAI_BASE_URL", server.openai_base_url)
+        monkeypatch.setenv("OPENAI_API_KEY", KEY)
+        argv = [*QUICK, "--llm", "openai", "--model", "m", "--no-judge", "--llm-cache", str(cache)]
+        assert main(["eval", *argv, "--out", str(tmp_path / "first")]) == 0
+        asked = len(server.requests)
+        assert main(["eval", *argv, "--out", str(tmp_path / "again")]) == 0
+        assert len(server.requests) == asked  # every answer from the cache
+    for name in (cache.name, f"{cache.name}-wal"):
+        if (tmp_path / name).exists():
+            assert KEY.encode() not in (tmp_path / name).read_bytes(), name
+    with sqlite3.connect(cache) as db:
+        stored = {text for (text,) in db.execute("SELECT text FROM replies")}
+    assert stored == {"the key is ***, as you asked"}
+    first, again = tmp_path / "first" / "results.jsonl", tmp_path / "again" / "results.jsonl"
+    assert _timeless(again) == _timeless(first)
 
 
 def _no_verdict(messages: list[ChatMessage]) -> str:

@@ -15,9 +15,9 @@ from typing import Any
 
 from himga._cli._check import INTERRUPTED
 from himga._cli._options import memory_timeout
+from himga._redact import redact
 from himga.eval import format_table
 from himga.eval._memory_calls import DEFAULT_MEMORY_TIMEOUT
-from himga.eval._redact import redact
 from himga.testing import KIT_MEMORY_TIMEOUT
 
 __all__ = ["EXIT_INCOMPLETE", "register", "run"]

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from himga._errors import HimgaError
+from himga._json import dumps
 from himga.eval._identity import _diff
 from himga.eval._result import EvalResult
 
@@ -124,7 +125,7 @@ class Checkpoint:
         if self._file is None:
             raise RuntimeError("Checkpoint.append before Checkpoint.open")
         try:
-            self._file.write(json.dumps(record, ensure_ascii=False) + "\n")
+            self._file.write(dumps(record) + "\n")
             self._file.flush()
             os.fsync(self._file.fileno())
         except OSError as exc:  # a full disk: say which file could not be written

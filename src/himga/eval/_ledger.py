@@ -9,10 +9,10 @@ from collections.abc import Mapping, Sequence
 from tqdm.auto import tqdm
 
 from himga._errors import HimgaError
+from himga._redact import redact
 from himga.data.schema import QAPair, Sample
 from himga.eval._checkpoint import Checkpoint, CheckpointMismatchError
 from himga.eval._identity import RunIdentity
-from himga.eval._redact import redact
 from himga.eval._result import EvalResult, MemoryCallError
 
 __all__ = ["DuplicateQuestionError", "Ledger", "failed_result", "new_result"]

@@ -9,13 +9,13 @@ import hashlib
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 
+from himga._redact import redact
 from himga.agent._agent import BaseAgent
 from himga.data.schema import QAPair, Sample
 from himga.eval._identity import run_identity
 from himga.eval._ledger import Ledger, new_result
 from himga.eval._memory_calls import CallThread, GuardedMemory, MemoryCallFailed
 from himga.eval._options import EvalOptions, PhaseMeter
-from himga.eval._redact import redact
 from himga.eval._result import EvalResult, MemoryCallError
 from himga.llm._protocol import ChatMessage
 from himga.memory._protocol import SearchableMemory

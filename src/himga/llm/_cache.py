@@ -11,8 +11,8 @@ committed before the kill.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
-import json
 import os
 import sqlite3
 import threading
@@ -21,6 +21,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
+from himga._json import dumps
+from himga._redact import redact
 from himga.llm._errors import LLMConfigError
 from himga.llm._protocol import (
     ChatMessage,
@@ -59,7 +61,7 @@ def cache_key(
         "settings": dict(settings),
         "messages": [[m["role"], m["content"]] for m in messages],
     }
-    canonical = json.dumps(document, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    canonical = dumps(document, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
 
 
@@ -204,26 +206,34 @@ class LLMCache:
                 return None
             self._hits += 1
         text, input_tokens, output_tokens, model = row
-        return Completion(text, input_tokens, output_tokens, model)
+        return Completion(_loaded(text), input_tokens, output_tokens, _loaded(model))
 
     def discard(self, key: str) -> None:
         """Remove the entry under ``key`` (if any) and commit."""
         with self._lock:
             self._db.execute("DELETE FROM replies WHERE key = ?", (key,))
 
-    def put(self, key: str, completion: Completion) -> None:
-        """Store ``completion`` under ``key`` and commit; an existing entry is kept."""
+    def put(self, key: str, completion: Completion) -> Completion:
+        """Store ``completion`` under ``key`` and commit; an existing entry is kept.
+
+        Its text is stored redacted (:func:`himga._redact.redact`: API keys of the
+        environment, credentials in URLs and headers), so a key an LLM echoes never
+        persists in the file; the completion as stored is returned, what a later hit
+        gives.
+        """
+        completion = dataclasses.replace(completion, text=redact(completion.text))
         with self._lock:
             self._db.execute(
                 "INSERT OR IGNORE INTO replies VALUES (?, ?, ?, ?, ?)",
                 (
                     key,
-                    completion.text,
+                    _stored(completion.text),
                     completion.input_tokens,
                     completion.output_tokens,
-                    completion.model,
+                    _stored(completion.model),
                 ),
             )
+        return completion
 
     @property
     def stats(self) -> CacheStats:
@@ -235,6 +245,22 @@ class LLMCache:
         """Close the file; the object must not be used afterwards."""
         with self._lock:
             self._db.close()
+
+
+def _stored(text: str) -> str | bytes:
+    """``text`` as the file holds it: itself, or -- when it holds a lone surrogate, which
+    SQLite's UTF-8 text cannot -- its ``surrogatepass`` bytes (a BLOB, never
+    mistaken for text), so such a reply is kept and served like any other."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "surrogatepass")
+    return text
+
+
+def _loaded(value: str | bytes) -> str:
+    """The inverse of :func:`_stored`."""
+    return value.decode("utf-8", "surrogatepass") if isinstance(value, bytes) else value
 
 
 def as_cache(cache: str | os.PathLike[str] | LLMCache) -> LLMCache:
@@ -295,8 +321,7 @@ class CachingClient:
         if hit is not None:
             return hit.text
         text = self.client.chat(messages, max_tokens=max_tokens)
-        self.cache.put(key, Completion(text, 0, 0, self.model))
-        return text
+        return self.cache.put(key, Completion(text, 0, 0, self.model)).text
 
     def forget(self, messages: Sequence[ChatMessage], /, *, max_tokens: int | None = None) -> None:
         """Drop the stored reply to this request: the next identical one is asked again."""
@@ -311,5 +336,4 @@ class CachingClient:
         if hit is not None:
             return hit
         completion = await self.client.achat(messages, max_tokens=max_tokens)
-        self.cache.put(key, completion)
-        return completion
+        return self.cache.put(key, completion)

@@ -178,7 +178,7 @@ def _dataset_checksum(path: Path) -> str:
     files = [path] if single else sorted(p for p in path.rglob("*") if p.is_file())
     for file in files:
         if not single:
-            digest.update(str(file.relative_to(path)).encode("utf-8") + b"\0")
+            digest.update(str(file.relative_to(path)).encode("utf-8", "surrogateescape") + b"\0")
         with file.open("rb") as handle:
             for block in iter(lambda: handle.read(1 << 20), b""):
                 digest.update(block)

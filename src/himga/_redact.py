@@ -1,7 +1,8 @@
 """Secret redaction of the free text a run records: error messages and LLM replies.
 
 Applied where such text is recorded (a result's ``error``, ``prediction`` and
-memory error, a judge error, a printed error line), never to a whole output
+memory error, a judge error, a printed error line, a reply the LLM cache
+stores), never to a whole output
 file: the values of fields himga itself writes -- names, ids, numbers, JSON
 keys -- are never rewritten. Three things are redacted:
 
