@@ -9,7 +9,6 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
-
 from himga.llm import ChatMessage, FakeLLMServer, offline_responder
 from himga.runs import RunDir
 from tests.cli_support import QUICK, conversation, offline_cli, run_cli

@@ -15,7 +15,7 @@ from typing import Any
 
 from himga._cli._check import INTERRUPTED
 from himga._cli._options import memory_timeout
-from himga._redact import redact
+from himga._redact import REDACTED, redact, redact_arguments
 from himga.eval import format_table
 from himga.eval._memory_calls import DEFAULT_MEMORY_TIMEOUT
 from himga.testing import KIT_MEMORY_TIMEOUT
@@ -343,6 +343,8 @@ def _print_preflight_failure(args: argparse.Namespace, report: Any) -> None:
     # The same memory, built with the same arguments, as a command to paste into a shell.
     check = ["himga", "check", args.memory]
     for argument in args.memory_arg:
-        check += ["--memory-arg", argument]
+        name, _, value = argument.partition("=")
+        shown = redact_arguments({name: value})[name]
+        check += ["--memory-arg", argument if shown == value else f"{name}={REDACTED}"]
     lines.append(f"  see every contract: {shlex.join(check)}  (or skip this check: --no-preflight)")
     print(redact("\n".join(lines)), file=sys.stderr)

@@ -21,6 +21,7 @@ from urllib.parse import urlparse
 from urllib.request import url2pathname
 
 from himga._errors import HimgaError
+from himga._redact import redact_arguments
 from himga.memory._protocol import BaseMemory
 
 __all__ = [
@@ -374,7 +375,8 @@ class ResolvedMemory:
         try:
             return self.factory()
         except Exception as exc:
-            given = ", ".join(f"{k}={v!r}" for k, v in self.arguments.items())
+            arguments = redact_arguments(self.arguments)
+            given = ", ".join(f"{k}={v!r}" for k, v in arguments.items())
             with_args = f" with {given}" if given else ""
             raise MemoryArgumentError(
                 f"cannot create memory {self.spec!r}{with_args}: {type(exc).__name__}: {exc}"

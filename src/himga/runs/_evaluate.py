@@ -371,7 +371,7 @@ def _evaluate(
             memory=MemoryInfo(
                 spec=request.memory,
                 target=resolved.target,
-                arguments=dict(resolved.arguments),
+                arguments=identity.memory_arguments,
                 class_name=f"{type(memory).__module__}:{type(memory).__qualname__}",
                 repr=memory_config(memory),
                 distribution=provenance.distribution,
