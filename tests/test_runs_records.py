@@ -68,3 +68,28 @@ def test_a_lone_surrogate_in_the_data_or_a_reply_is_recorded_and_resumes(
     assert RunDir(first).read().results[0].question.endswith(f"{LONE} go?")
     with sqlite3.connect(cache) as db:
         assert db.execute("SELECT COUNT(*) FROM replies").fetchone()[0] > 0
+
+
+def test_a_resume_keeps_the_record_of_every_invocation_before_it(tmp_path: Path) -> None:
+    # Issue 34 (5): --resume on a finished run rewrote manifest.json (start, wall time,
+    # "N results resumed", no calls): the original run's record was lost.
+    out = tmp_path / "run"
+    with offline_cli(tmp_path):
+        assert run_cli(["eval", *QUICK, "--out", str(out)])[0] == 0
+        original = json.loads((out / "manifest.json").read_text("utf-8"))
+        assert original["history"] == []
+        for _ in range(2):
+            code, err = run_cli(["eval", *QUICK, "--out", str(out), "--resume"])
+            assert code == 0, err
+        latest = json.loads((out / "manifest.json").read_text("utf-8"))
+        assert run_cli(["report", str(out)])[0] == 0
+    first, second = latest["history"]
+    assert first == {k: v for k, v in original.items() if k != "history"}
+    assert second["resumed"] == latest["resumed"] == original["counts"]["questions"]
+    assert "history" not in second  # each record kept once, not nested
+    assert RunDir(out).read().manifest.history[0]["started_at"] == original["started_at"]
+    report = (out / "report.md").read_text("utf-8")
+    assert (
+        f"Invocation 1 before it (its manifest is kept in `history`): started {original['started_at']}"
+        in report
+    )

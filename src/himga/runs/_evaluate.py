@@ -399,6 +399,7 @@ def _evaluate(
             platform=platform.platform(),
             results_sha256=checksum,
             costs=_costs(run_dir, meter),
+            history=_history(run_dir, notify) if request.resume else (),
         )
         run_dir.write_manifest(manifest)
     return RunOutcome(out, manifest, metrics, results, resumed, len(keys))
@@ -455,6 +456,29 @@ def _judge_cache(run_dir: RunDir, notify: Callable[[str], None]) -> dict[str, An
         "the other answers are judged again"
     )
     return {**kept, **journal}
+
+
+def _history(run_dir: RunDir, notify: Callable[[str], None]) -> tuple[dict[str, Any], ...]:
+    """The record of every invocation before this resume: the manifest the directory
+    holds (none if the run never finished one), after the history it kept itself. One
+    that cannot be read is said through ``notify`` and not kept."""
+    if not run_dir.file("manifest.json").exists():
+        return ()
+    try:
+        previous = run_dir.read_json("manifest.json")
+    except RunReadError as exc:
+        notify(f"{exc}: the record of the invocations before this resume is not kept")
+        return ()
+    if not isinstance(previous, dict):
+        notify(f"{run_dir.file('manifest.json')}: not an object: its record is not kept")
+        return ()
+    earlier = previous.pop("history", [])
+    kept = (
+        [record for record in earlier if isinstance(record, dict)]
+        if isinstance(earlier, list)
+        else []
+    )
+    return (*kept, previous)
 
 
 def _ray_executor(request: EvalRequest, on_call: Callable[[ProxyCall], None]) -> RayExecutor:

@@ -214,7 +214,11 @@ class Manifest:
     written. ``costs`` is ``None`` where they were not counted (a manifest from
     before costs, or from a Ray run of a himga that did not count them there).
     ``results_sha256`` is the SHA-256 of ``results.jsonl`` (``None`` in format 0),
-    so an edited results file is detected when the run is read.
+    so an edited results file is detected when the run is read. ``history`` holds the
+    manifests the run directory held before, oldest first, each as it was written: a
+    resumed run (``--resume``) keeps the record of every invocation before it, while the
+    other fields describe the latest (``resumed``: what it took from the checkpoint).
+    A manifest without the field reads with none.
     """
 
     himga_version: str
@@ -237,6 +241,7 @@ class Manifest:
     platform: str = ""
     results_sha256: str | None = None
     costs: CostsInfo | None = None
+    history: tuple[Mapping[str, Any], ...] = ()
     format: int = MANIFEST_FORMAT
 
     @property
@@ -268,6 +273,7 @@ class Manifest:
             "platform": self.platform,
             "results_sha256": self.results_sha256,
             "costs": None if self.costs is None else self.costs.to_dict(),
+            "history": [dict(record) for record in self.history],
         }
 
     @classmethod
@@ -283,6 +289,9 @@ class Manifest:
         w = "manifest"
         shard = _get(data, "shard", _OBJECT, w)
         costs = _get(data, "costs", _OBJECT, w) if "costs" in data else None
+        history = _get(data, "history", list, w) if "history" in data else []
+        if not all(isinstance(record, dict) for record in history):
+            raise ManifestError(f"{w}.history: expected a list of objects")
         return cls(
             format=version,
             himga_version=_get(data, "himga_version", str, w),
@@ -305,4 +314,5 @@ class Manifest:
             platform=_get(data, "platform", str, w),
             results_sha256=_get(data, "results_sha256", _STR, w) if version >= 1 else None,
             costs=None if costs is None else CostsInfo.from_dict(costs),
+            history=tuple(history),
         )

@@ -52,6 +52,8 @@ PER_RUN_FIELDS = (
     # What was spent: calls.jsonl of every part, so a resumed or sharded run, which
     # redoes an interrupted sample's work, costs more than one straight run.
     "costs.phases",
+    # Each shard's own earlier invocations are in merge.json.
+    "history",
 )
 
 
@@ -262,6 +264,7 @@ def _write(
             tokens=tokens,
             results_sha256=checksum,
             costs=_summed_costs(every),
+            history=(),
             format=MANIFEST_FORMAT,
         )
         run_dir.write_manifest(manifest)
@@ -276,6 +279,7 @@ def _write(
                 "python": manifests[i].python,
                 "platform": manifests[i].platform,
                 "client_usage": manifests[i].tokens.get("client_usage_this_invocation"),
+                "history": [dict(record) for record in manifests[i].history],
             }
             for i in sorted(manifests)
         ]
