@@ -9,6 +9,8 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from himga.llm import ChatMessage, FakeLLMServer, offline_responder
 from himga.runs import RunDir
 from tests.cli_support import QUICK, conversation, offline_cli, run_cli
@@ -89,7 +91,74 @@ def test_a_resume_keeps_the_record_of_every_invocation_before_it(tmp_path: Path)
     assert "history" not in second  # each record kept once, not nested
     assert RunDir(out).read().manifest.history[0]["started_at"] == original["started_at"]
     report = (out / "report.md").read_text("utf-8")
-    assert (
-        f"Invocation 1 before it (its manifest is kept in `history`): started {original['started_at']}"
-        in report
-    )
+    kept = "Invocation 1 before it (its manifest is kept in `history`): started"
+    assert f"{kept} {original['started_at']}" in report
+
+
+def _files(run: Path) -> dict[str, bytes]:
+    return {path.name: path.read_bytes() for path in sorted(run.iterdir())}
+
+
+def test_no_command_writes_over_a_file_of_a_run_directory(tmp_path: Path) -> None:
+    # Issue 34 (6): `report RUN --out RUN/checkpoint.jsonl` replaced the checkpoint with
+    # markdown and exited 0. Every command that writes a file: report, compare --plot,
+    # eval --llm-cache (merge and eval --out take only new or their own directories).
+    runs = [tmp_path / "a", tmp_path / "b"]
+    with offline_cli(tmp_path):
+        for run in runs:
+            assert run_cli(["eval", *QUICK, "--out", str(run)])[0] == 0
+        assert run_cli(["report", str(runs[0])])[0] == 0  # its own report.md: written
+        before = [_files(run) for run in runs]
+        attempts = [
+            ["report", str(runs[0]), "--out", str(runs[0] / "checkpoint.jsonl")],
+            ["report", str(runs[1]), "--out", str(runs[0] / "report.md")],  # another run's
+            ["report", str(runs[1]), "--out", str(runs[0] / ".himga-run")],
+            [
+                "compare",
+                *map(str, runs),
+                "--resamples",
+                "10",
+                "--plot",
+                str(runs[0] / "report.png"),
+            ],
+            ["eval", *QUICK, "--llm", "openai", "--llm-cache", str(runs[1] / "metrics.json")],
+        ]
+        for argv in attempts:
+            code, err = run_cli(argv)
+            assert code == 2, argv
+            assert len(err.strip().splitlines()) == 1, err
+            assert "run directory" in err or "run's" in err or ".md" in err, err
+        assert [_files(run) for run in runs] == before
+
+
+def test_report_and_compare_outputs_are_what_their_names_say(tmp_path: Path) -> None:
+    # Issue 34 (24): `report --out x.png` wrote markdown into the picture; `compare --plot
+    # out.json` was a traceback; `report` trusted an edited metrics.json (compare did not).
+    pytest.importorskip("matplotlib")
+    pytest.importorskip("numpy")
+    runs = [tmp_path / "a", tmp_path / "b"]
+    with offline_cli(tmp_path):
+        for run in runs:
+            assert run_cli(["eval", *QUICK, "--out", str(run)])[0] == 0
+        code, err = run_cli(["report", str(runs[0]), "--out", str(tmp_path / "x.png")])
+        assert code == 2
+        assert "give a .md file name" in err
+        assert not (tmp_path / "x.png").exists()
+        compare = ["compare", *map(str, runs), "--resamples", "10"]
+        code, err = run_cli([*compare, "--plot", str(tmp_path / "out.json")])
+        assert code == 2
+        assert "not a figure format" in err
+        assert "Traceback" not in err
+        assert run_cli([*compare, "--plot", str(tmp_path / "out.svg")])[0] == 0
+        assert (tmp_path / "out.svg").read_text("utf-8").lstrip().startswith("<?xml")
+
+        assert run_cli(["report", str(runs[0])])[0] == 0
+        honest = (runs[0] / "report.md").read_text("utf-8")
+        metrics = json.loads((runs[0] / "metrics.json").read_text("utf-8"))
+        metrics["overall"]["recall@10"] = 0.987654
+        (runs[0] / "metrics.json").write_text(json.dumps(metrics), "utf-8")
+        code, err = run_cli(["report", str(runs[0])])
+        assert code == 0
+        assert "metrics.json differs from what results.jsonl measures" in err
+    assert (runs[0] / "report.md").read_text("utf-8") == honest
+    assert "0.988" not in honest

@@ -16,9 +16,11 @@ from himga.runs import (
     METRIC_TITLES,
     CompareError,
     RunDir,
+    RunDirError,
     RunReadError,
     compare_runs,
     format_comparison,
+    guard_output,
     plot_comparison,
 )
 
@@ -82,13 +84,15 @@ def run(args: argparse.Namespace) -> int:
             print(f"himga compare: error: {problem}", file=sys.stderr)
             return 2
     try:
+        if args.plot is not None:
+            guard_output(args.plot)
         runs = [RunDir(path).read() for path in args.runs]
         comparison = compare_runs(
             runs, metrics=args.metric, resamples=args.resamples, seed=args.seed
         )
         if args.plot is not None:
             plot_comparison(comparison, args.plot)
-    except (CompareError, RunReadError, MissingExtraError) as exc:
+    except (CompareError, RunReadError, RunDirError, MissingExtraError) as exc:
         print(f"himga compare: error: {exc}", file=sys.stderr)
         return 2
     except OSError as exc:  # only the figure is written

@@ -204,6 +204,8 @@ def _usage_error(args: argparse.Namespace) -> str | None:
             return f"--{option} must be >= 1, got {value}"
     if args.llm_retries is not None and args.llm_retries < 0:
         return f"--llm-retries must be >= 0, got {args.llm_retries}"
+    from himga.runs import LOCK, MARKER, RUN_FILES
+
     cache: Path | None = args.llm_cache
     if cache is not None:
         if cache.is_dir():
@@ -213,6 +215,8 @@ def _usage_error(args: argparse.Namespace) -> str | None:
         parent = cache.parent if str(cache.parent) else Path(".")
         if not cache.exists() and not (parent.is_dir() and os.access(parent, os.W_OK)):
             return f"--llm-cache {cache}: cannot create it in {parent} (missing or read-only)"
+        if cache.name in {*RUN_FILES, MARKER, LOCK}:
+            return f"--llm-cache {cache}: the name of a run directory's own file; choose another"
     if args.out is not None and args.out.exists() and not args.out.is_dir():
         return f"--out {args.out} is a file, not a run directory"
     return None

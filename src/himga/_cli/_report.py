@@ -3,13 +3,22 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 from pathlib import Path
 from typing import Any
 
 from himga._extras import MissingExtraError
 from himga.eval import format_table
-from himga.runs import RunDir, RunReadError, plot_report, render_report, write_text_atomic
+from himga.runs import (
+    RunDir,
+    RunDirError,
+    RunReadError,
+    guard_output,
+    plot_report,
+    render_report,
+    write_text_atomic,
+)
 
 __all__ = ["register", "run"]
 
@@ -20,7 +29,8 @@ def register(commands: Any) -> None:
         "report",
         help="write a markdown report of a run: its table, its manifest in prose, plots",
         description=(
-            "Write RUN/report.md (or --out): the per-category table, what was run on what "
+            "Write RUN/report.md (or --out: a .md file, never over a file of another run "
+            "directory): the per-category table, what was run on what "
             "and when, the cost in tokens, and a per-category plot (report.png beside it; "
             "needs the plot extra, otherwise the report says so). Exit status 2 when the "
             "run cannot be read or the report cannot be written."
@@ -38,11 +48,31 @@ def run(args: argparse.Namespace) -> int:
     except RunReadError as exc:
         print(f"himga report: error: {exc}", file=sys.stderr)
         return 2
+    measured = loaded.measured()
+    if measured != loaded.metrics:
+        print(
+            f"himga report: note: {loaded.path / 'metrics.json'} differs from what "
+            "results.jsonl measures (edited, or written by another himga); the report "
+            "shows the results' metrics, as compare does",
+            file=sys.stderr,
+        )
+        loaded = dataclasses.replace(loaded, metrics=measured)
     out: Path = args.out or args.run / "report.md"
     if out.is_dir():
         print(f"himga report: error: --out {out} is a directory: give a file name", file=sys.stderr)
         return 2
+    if out.suffix.lower() != ".md":
+        # The report is markdown; its figure is written beside it, as .png.
+        print(f"himga report: error: --out {out}: give a .md file name", file=sys.stderr)
+        return 2
     plot = out.with_suffix(".png")
+    own = (args.run / "report.md", args.run / "report.png")
+    try:
+        for path in (out, plot):
+            guard_output(path, own=own)
+    except RunDirError as exc:
+        print(f"himga report: error: --out {exc}", file=sys.stderr)
+        return 2
     try:
         plot_report(loaded, plot)
         figure = f"![per-category metrics]({plot.name})"

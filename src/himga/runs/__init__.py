@@ -49,6 +49,7 @@ from himga.runs._rundir import (
     RunDirError,
     RunLockedError,
     RunReadError,
+    guard_output,
 )
 
 __all__ = [
@@ -84,6 +85,7 @@ __all__ = [
     "evaluate_run",
     "format_comparison",
     "format_p_value",
+    "guard_output",
     "merge_runs",
     "nan_if_none",
     "plot_comparison",

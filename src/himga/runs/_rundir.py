@@ -17,13 +17,15 @@ import math
 import os
 import sys
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
 from typing import IO, Any
 
 from himga._errors import HimgaError
+from himga.eval._aggregate import compute_metrics
 from himga.eval._result import EvalResult
+from himga.eval.judge import JudgeScores
 from himga.runs._files import write_json, write_jsonl
 from himga.runs._journal import JUDGE_JOURNAL
 from himga.runs._manifest import Manifest, ManifestError
@@ -38,6 +40,7 @@ __all__ = [
     "RunDirError",
     "RunLockedError",
     "RunReadError",
+    "guard_output",
 ]
 
 #: Marks a directory as a himga run directory (``--fresh`` deletes only in one).
@@ -77,18 +80,37 @@ class RunReadError(HimgaError, ValueError):
 @dataclass(frozen=True)
 class Run:
     """A finished run as read back: its manifest, metrics and results (with judge scores,
-    NaN where a question has none)."""
+    NaN where a question has none, and the judge's errors by result index)."""
 
     path: Path
     manifest: Manifest
     metrics: dict[str, Any]
     results: list[EvalResult]
     judge: list[float]
+    judge_errors: Mapping[int, str] = field(default_factory=dict)
 
     @property
     def label(self) -> str:
         """The memory spec with its arguments, e.g. ``bm25 k=20``."""
         return self.manifest.label
+
+    def measured(self) -> dict[str, Any]:
+        """The metrics of the results themselves (``results.jsonl``, which :meth:`RunDir.read`
+        checked against the manifest's SHA-256), as ``compare`` reads them: what
+        ``report`` shows, whatever ``metrics.json`` -- which carries no checksum -- says."""
+        described = self.manifest.judge
+        judge = None
+        if described is not None:
+            judge = JudgeScores(
+                self.judge,
+                provider=described.get("provider", ""),
+                model=described.get("model", ""),
+                temperature=described.get("temperature"),
+                prompt_hashes=described.get("prompt_hashes") or {},
+                errors=self.judge_errors,
+            )
+        measured: dict[str, Any] = json.loads(json.dumps(compute_metrics(self.results, judge)))
+        return measured
 
 
 def _lock(file: IO[bytes]) -> bool:
@@ -162,6 +184,13 @@ class RunDir:
         return _first_line(self.checkpoint).startswith(b'{"himga_checkpoint"') or (
             '"himga_version"' in _head(self.file("manifest.json"))
         )
+
+    def holds_run(self) -> bool:
+        """Whether the directory holds a run: not empty, and himga's (:meth:`is_himga`)."""
+        try:
+            return self.path.is_dir() and any(self.path.iterdir()) and self.is_himga()
+        except OSError:
+            return False
 
     def claim(self, *, resume: bool = False, fresh: bool = False) -> None:
         """Make the directory this process's run directory, or :class:`RunDirError` saying why not.
@@ -358,6 +387,7 @@ class RunDir:
         file = self.file("results.jsonl")
         results: list[EvalResult] = []
         judge: list[float] = []
+        judge_errors: dict[int, str] = {}
         for number, record in enumerate(self.read_records(), start=1):
             try:
                 results.append(EvalResult.from_dict(record))
@@ -365,7 +395,29 @@ class RunDir:
                 raise RunReadError(f"{file}:{number}: malformed result: {exc}") from None
             score = record.get("judge")
             judge.append(float(score) if isinstance(score, (int, float)) else math.nan)
-        return Run(self.path, manifest, metrics, results, judge)
+            if isinstance(record.get("judge_error"), str):
+                judge_errors[number - 1] = record["judge_error"]
+        return Run(self.path, manifest, metrics, results, judge, judge_errors)
+
+
+def guard_output(path: Path, *, own: Iterable[Path] = ()) -> None:
+    """:class:`RunDirError` when writing ``path`` (a report, a figure, a cache) would write
+    over a file of a run directory: one its directory already holds, or one named as a
+    run's own files are (:data:`RUN_FILES`, :data:`MARKER`, :data:`LOCK`). ``own``: the
+    paths the command may write there (``himga report``'s own ``report.md``).
+
+    A run directory is evidence: only the command that made it writes its files.
+    """
+    directory = RunDir(path.parent if str(path.parent) else Path("."))
+    if not directory.holds_run():
+        return
+    if path.resolve() in {p.resolve() for p in own}:
+        return
+    if path.exists() or path.name in {*RUN_FILES, MARKER, LOCK}:
+        raise RunDirError(
+            f"{path} is a file of the run directory {directory.path}: himga never writes "
+            "over one; choose a path outside it"
+        )
 
 
 def _items(value: Any) -> list[tuple[str, Any]]:
