@@ -94,6 +94,17 @@ class CacheSchemaError(LLMConfigError):
 
 # The cache's own tables: a file holding any other table belongs to someone else.
 _TABLES = frozenset({"meta", "replies"})
+# Their columns (name, declared type), as _claim creates them.
+_COLUMNS = {
+    "meta": (("name", "TEXT"), ("value", "TEXT")),
+    "replies": (
+        ("key", "TEXT"),
+        ("text", "TEXT"),
+        ("input_tokens", "INTEGER"),
+        ("output_tokens", "INTEGER"),
+        ("model", "TEXT"),
+    ),
+}
 
 
 class LLMCache:
@@ -125,6 +136,7 @@ class LLMCache:
             self._db.execute(f"PRAGMA busy_timeout={_BUSY_TIMEOUT_MS}")
             version = self._claim()
             if version == str(_SCHEMA_VERSION):
+                self._verify()
                 # Only now that the file is known to be a cache: WAL lets readers
                 # never block the writer, and stays a property of the file.
                 self._db.execute("PRAGMA journal_mode=WAL")
@@ -185,6 +197,35 @@ class LLMCache:
                 self._db.execute("ROLLBACK")
             raise
         return None if row is None else str(row[0])
+
+    def _verify(self) -> None:
+        """:class:`CacheSchemaError` unless the tables have the cache's columns, the file
+        passes SQLite's ``quick_check`` and every row has the types a reply is read
+        with: a damaged or foreign file stops the run before it starts, naming the file,
+        rather than failing each of its LLM calls."""
+        for table, expected in _COLUMNS.items():
+            found = tuple(
+                (name, kind.upper())
+                for _, name, kind, *_ in self._db.execute(f"PRAGMA table_info({table})")
+            )
+            if found != expected:
+                raise self._damaged(f"table {table} has columns {found}, not {expected}")
+        (problem,) = self._db.execute("PRAGMA quick_check(1)").fetchone()
+        if problem != "ok":
+            raise self._damaged(" ".join(str(problem).split()))  # one line
+        (bad,) = self._db.execute(
+            "SELECT COUNT(*) FROM replies WHERE typeof(key) != 'text' "
+            "OR typeof(text) NOT IN ('text', 'blob') OR typeof(model) NOT IN ('text', 'blob') "
+            "OR typeof(input_tokens) != 'integer' OR typeof(output_tokens) != 'integer'"
+        ).fetchone()
+        if bad:
+            raise self._damaged(f"{bad} replies are not (text, tokens, model) as stored")
+
+    def _damaged(self, problem: str) -> CacheSchemaError:
+        return CacheSchemaError(
+            f"{self.path}: damaged or not a himga LLM cache ({problem}); it was left "
+            "unchanged: use another --llm-cache file"
+        )
 
     def __repr__(self) -> str:
         return f"LLMCache({str(self.path)!r})"
