@@ -4,8 +4,12 @@ the original record, and commands that never write over a file of a run director
 
 from __future__ import annotations
 
+import errno
 import json
+import os
 import sqlite3
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +20,7 @@ from himga.runs import RunDir
 from tests.cli_support import QUICK, conversation, offline_cli, run_cli
 
 LONE = "\ud800"
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
 
 
 def _lines(path: Path) -> list[dict[str, Any]]:
@@ -162,3 +167,70 @@ def test_report_and_compare_outputs_are_what_their_names_say(tmp_path: Path) -> 
         assert "metrics.json differs from what results.jsonl measures" in err
     assert (runs[0] / "report.md").read_text("utf-8") == honest
     assert "0.988" not in honest
+
+
+def test_paths_no_file_system_holds_and_names_not_in_utf8_are_one_line(tmp_path: Path) -> None:
+    # Issue 34 (24): a 300-character path component was an OSError traceback (File name
+    # too long) in eval, report, compare and merge; a file name that is not UTF-8 was a
+    # UnicodeEncodeError traceback where a command printed it.
+    long = str(tmp_path / ("x" * 300))
+    with offline_cli(tmp_path) as patch:
+        runs = [tmp_path / "a", tmp_path / "b"]
+        for run in runs:
+            assert run_cli(["eval", *QUICK, "--out", str(run)])[0] == 0
+        pair = [str(run) for run in runs]
+        for argv in (
+            ["eval", *QUICK, "--out", long],
+            ["eval", *QUICK, "--data-path", long],
+            ["eval", *QUICK, "--llm", "openai", "--llm-cache", long],
+            ["report", long],
+            ["report", pair[0], "--out", f"{long}.md"],
+            ["compare", pair[0], long],
+            ["compare", *pair, "--plot", f"{long}.png"],
+            ["merge", *pair, "--out", long],
+            ["datasets", "locomo", "--path", long],
+        ):
+            code, err = run_cli(argv)
+            assert code == 2, argv
+            assert "bytes (at most 255)" in err.strip().splitlines()[-1], argv
+        # Real processes: their stdout is strict UTF-8, as a terminal's or a pipe's is.
+        env = {**os.environ, "PYTHONPATH": str(PROJECT_ROOT)}
+        patch.undo()
+        named = tmp_path / "caf\udce9"  # the bytes b"caf\xe9": Latin-1, not UTF-8
+        for argv in (
+            ["eval", *QUICK, "--out", str(named)],
+            ["report", str(named)],
+            ["compare", str(named), pair[1], "--resamples", "10", "--plot", f"{named}.png"],
+        ):
+            done = subprocess.run(
+                [sys.executable, "-m", "himga", *argv], env=env, capture_output=True, check=False
+            )
+            assert done.returncode == 0, done.stderr.decode("utf-8", "replace")
+            assert b"Traceback" not in done.stderr
+    assert (named / "report.md").read_text("utf-8").count("caf\\udce9") >= 1
+
+
+def test_a_write_that_fails_names_what_it_could_not_write(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Issue 34 (24): a disk-full message said "cannot write a file" when the error named
+    # none (SQLite's never do; only the LLM cache is SQLite).
+    import himga.runs
+
+    out, cache = tmp_path / "run", tmp_path / "llm.sqlite"
+    failures = [
+        (sqlite3.OperationalError("database or disk is full"), str(cache)),
+        (OSError(errno.ENOSPC, "No space left on device"), f"into {out}"),
+    ]
+    with offline_cli(tmp_path):
+        for failure, named in failures:
+
+            def fail(*args: object, failure: Exception = failure, **kwargs: object) -> None:
+                raise failure
+
+            monkeypatch.setattr(himga.runs, "evaluate_run", fail)
+            argv = ["eval", *QUICK, "--llm", "openai", "--llm-cache", str(cache)]
+            code, err = run_cli([*argv, "--out", str(out)])
+            assert code == 2
+            assert f"cannot write {named}: " in err
+            assert "a file" not in err

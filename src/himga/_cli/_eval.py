@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from himga._cli._check import INTERRUPTED
-from himga._cli._options import memory_timeout
+from himga._cli._options import memory_timeout, path
 from himga._redact import REDACTED, redact, redact_arguments
 from himga.eval import format_table
 from himga.eval._memory_calls import DEFAULT_MEMORY_TIMEOUT
@@ -43,7 +43,10 @@ def register(commands: Any) -> None:
     )
     parser.add_argument("--dataset", default="locomo", help="dataset name (default: locomo)")
     parser.add_argument(
-        "--data-path", default=None, help="dataset file or directory (default: resolved by name)"
+        "--data-path",
+        type=path,
+        default=None,
+        help="dataset file or directory (default: resolved by name)",
     )
     parser.add_argument(
         "--memory",
@@ -99,14 +102,14 @@ def register(commands: Any) -> None:
     )
     parser.add_argument(
         "--llm-cache",
-        type=Path,
+        type=path,
         default=None,
         metavar="PATH",
         help="answer repeated LLM requests from this SQLite file (created if missing)",
     )
     parser.add_argument("--limit", type=int, default=None, help="evaluate the first N samples")
     parser.add_argument(
-        "--out", type=Path, default=None, help="run directory (default: runs/<UTC timestamp>)"
+        "--out", type=path, default=None, help="run directory (default: runs/<UTC timestamp>)"
     )
     again = parser.add_mutually_exclusive_group()
     again.add_argument(
@@ -270,8 +273,11 @@ def run(args: argparse.Namespace) -> int:
             print(redact(f"himga eval: error: {exc}"), file=sys.stderr)
             return 2
         except (OSError, sqlite3.Error) as exc:
-            # The run directory or the LLM cache could not be written (full, read-only, gone).
-            what = getattr(exc, "filename", None) or "a file"
+            # The run directory or the LLM cache could not be written (full, read-only, gone):
+            # name the file; SQLite's errors name none, but only the LLM cache is SQLite.
+            what = getattr(exc, "filename", None) or (
+                args.llm_cache if isinstance(exc, sqlite3.Error) else f"into {args.out}"
+            )
             reason = getattr(exc, "strerror", None) or str(exc)
             message = (
                 f"himga eval: error: cannot write {what}: {reason}; {_kept(args.out, given=given)}"

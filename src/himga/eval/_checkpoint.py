@@ -76,8 +76,11 @@ class Checkpoint:
         complete, _, torn = raw.rpartition(b"\n")
         if torn:
             # The process died while writing this line: it was never acknowledged.
-            with self._path.open("r+b") as file:
-                file.truncate(len(complete) + 1 if complete else 0)
+            try:
+                with self._path.open("r+b") as file:
+                    file.truncate(len(complete) + 1 if complete else 0)
+            except OSError as exc:  # say which file could not be written
+                raise OSError(exc.errno, exc.strerror, str(self._path)) from exc
         if not complete:
             return False
         lines = complete.decode("utf-8").split("\n")
