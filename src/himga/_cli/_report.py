@@ -46,10 +46,10 @@ def run(args: argparse.Namespace) -> int:
     """Write the report; 2 when the run cannot be read or the report written."""
     try:
         loaded = RunDir(args.run).read()
+        measured = loaded.measured()
     except RunReadError as exc:
         print(f"himga report: error: {exc}", file=sys.stderr)
         return 2
-    measured = loaded.measured()
     if measured != loaded.metrics:
         print(
             f"himga report: note: {loaded.path / 'metrics.json'} differs from what "

@@ -97,7 +97,9 @@ class Run:
     def measured(self) -> dict[str, Any]:
         """The metrics of the results themselves (``results.jsonl``, which :meth:`RunDir.read`
         checked against the manifest's SHA-256), as ``compare`` reads them: what
-        ``report`` shows, whatever ``metrics.json`` -- which carries no checksum -- says."""
+        ``report`` shows, whatever ``metrics.json`` -- which carries no checksum -- says.
+        :class:`RunReadError` when a result cannot be scored (a category its benchmark
+        does not have)."""
         described = self.manifest.judge
         judge = None
         if described is not None:
@@ -109,8 +111,14 @@ class Run:
                 prompt_hashes=described.get("prompt_hashes") or {},
                 errors=self.judge_errors,
             )
-        measured: dict[str, Any] = json.loads(json.dumps(compute_metrics(self.results, judge)))
-        return measured
+        try:
+            measured = compute_metrics(self.results, judge)
+        except (ValueError, TypeError, KeyError) as exc:  # a result no metric can score
+            raise RunReadError(
+                f"{self.path / 'results.jsonl'}: its results cannot be scored: {exc}"
+            ) from None
+        normalised: dict[str, Any] = json.loads(json.dumps(measured))  # as metrics.json holds it
+        return normalised
 
 
 def _lock(file: IO[bytes]) -> bool:
