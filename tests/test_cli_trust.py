@@ -55,6 +55,10 @@ def _results(out: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in (out / "results.jsonl").read_text("utf-8").splitlines()]
 
 
+def _timeless(out: Path) -> list[dict[str, Any]]:
+    return [{k: v for k, v in r.items() if k != "retrieval_latency_s"} for r in _results(out)]
+
+
 def _json(path: Path) -> Any:
     return json.loads(path.read_text("utf-8"))
 
@@ -412,6 +416,52 @@ def test_a_changed_memory_source_refuses_to_resume_until_fresh(tmp_path: Path) -
     manifest = _json(out / "manifest.json")
     assert manifest["resumed"] == 0
     assert len(manifest["run_identity"]) == 64
+
+
+_CLONE = {
+    "clonemem/__init__.py": "from clonemem._impl import CloneMemory\n",
+    "clonemem/_impl.py": (
+        "from himga.memory import KeywordMemory\n\n\nclass CloneMemory(KeywordMemory):\n"
+        '    """The keyword memory, from a package copied to several places."""\n'
+    ),
+}
+
+
+def _clone(directory: Path) -> Path:
+    for name, text in _CLONE.items():
+        (directory / name).parent.mkdir(parents=True, exist_ok=True)
+        (directory / name).write_text(text, "utf-8")
+    return directory
+
+
+def test_identical_code_at_two_paths_merges_and_a_moved_run_resumes(tmp_path: Path) -> None:
+    # Issue 34 (3): the source hash named each file's absolute path, so two clones of
+    # one memory at different paths were two run identities.
+    one, two = _clone(tmp_path / "one"), _clone(tmp_path / "two")
+    argv = ["eval", "--memory", "clonemem:CloneMemory", "--limit", "3", "--no-progress"]
+    argv += ["--no-preflight"]
+    local = tmp_path / "local"
+    assert himga(*argv, "--out", str(local), cwd=one).returncode == 0
+    for index, clone in ((1, one), (2, two)):
+        shard = himga(
+            *argv, "--shard", f"{index}/2", "--out", str(tmp_path / f"s{index}"), cwd=clone
+        )
+        assert shard.returncode == 0, shard.stderr
+    merged = tmp_path / "merged"
+    merge = himga("merge", str(tmp_path / "s1"), str(tmp_path / "s2"), "--out", str(merged))
+    assert merge.returncode == 0, merge.stderr
+    assert _timeless(merged) == _timeless(local)
+
+    # A run cut short in one clone, its directory moved, finished from the other.
+    checkpoint = (local / "checkpoint.jsonl").read_text("utf-8").splitlines(keepends=True)
+    (local / "checkpoint.jsonl").write_text("".join(checkpoint[:51]), "utf-8")
+    moved = tmp_path / "elsewhere" / "moved"
+    moved.parent.mkdir()
+    local.rename(moved)
+    resumed = himga(*argv, "--out", str(moved), "--resume", cwd=two)
+    assert resumed.returncode == 0, resumed.stderr
+    assert f"resumed 50 of {len(checkpoint) - 1} results" in resumed.stdout
+    assert _timeless(moved) == _timeless(merged)
 
 
 # -- the LLM path, offline ---------------------------------------------------------------

@@ -220,6 +220,60 @@ def test_kill_9_mid_run_then_resume_loses_and_duplicates_nothing(tmp_path: Path)
     assert len(keys) == len(set(keys)) == 100
 
 
+_KILLED_AT = """
+import os, signal, sys
+from himga.agent import BaseAgent
+from himga.eval import run_eval
+from himga.memory import KeywordMemory
+from tests.test_eval_support import make_sample
+
+class DiesOnRetrieve(KeywordMemory):
+    calls = 0
+
+    def retrieve(self, query: str) -> str:
+        type(self).calls += 1
+        if type(self).calls == int(sys.argv[2]):
+            os.kill(os.getpid(), signal.SIGKILL)
+        return super().retrieve(query)
+
+results = run_eval(
+    [make_sample("s0", questions=100)],
+    agent=BaseAgent(memory=DiesOnRetrieve()),
+    show_progress=False,
+    checkpoint=sys.argv[1],
+)
+print(len(results), len({r.key for r in results}))
+"""
+
+
+@pytest.mark.skipif(not hasattr(signal, "SIGKILL"), reason="needs SIGKILL")
+def test_offline_kill_9_mid_sample_keeps_every_retrieval_finished_before_it(
+    tmp_path: Path,
+) -> None:
+    # Issue 34 (7): offline, a sample's results were recorded only after all its
+    # retrievals, so a kill -9 at its 61st left a header-only checkpoint.
+    def child(path: Path, die_at: int) -> subprocess.CompletedProcess[str]:
+        env = {**os.environ, "PYTHONPATH": str(PROJECT_ROOT)}
+        argv = [sys.executable, "-c", _KILLED_AT, str(path), str(die_at)]
+        return subprocess.run(argv, cwd=PROJECT_ROOT, env=env, capture_output=True, text=True)
+
+    path = tmp_path / "run.jsonl"
+    assert child(path, die_at=61).returncode == -signal.SIGKILL
+    assert len(_keys(path)) == 60  # every question but the one in hand
+    resumed = child(path, die_at=0)
+    assert resumed.stdout.split() == ["100", "100"], resumed.stderr
+    keys = _keys(path)
+    assert len(keys) == len(set(keys)) == 100
+    straight = tmp_path / "straight.jsonl"
+    assert child(straight, die_at=0).returncode == 0
+
+    def timeless(file: Path) -> list[dict[str, object]]:
+        lines = [json.loads(line) for line in file.read_text("utf-8").splitlines()[1:]]
+        return [{k: v for k, v in r.items() if k != "retrieval_latency_s"} for r in lines]
+
+    assert timeless(path) == timeless(straight)
+
+
 def _stored(i: int) -> EvalResult:
     return make_result(
         question_id=f"q{i}",

@@ -6,6 +6,7 @@ from __future__ import annotations
 import errno
 import io
 import json
+import socket
 import threading
 from pathlib import Path
 
@@ -256,3 +257,56 @@ def test_a_call_the_log_cannot_write_is_raised_on_the_run_thread_not_lost(
     with pytest.raises(OSError, match="No space left on device") as info:
         log.check()
     assert info.value.filename == str(path)  # the CLI's "cannot write <file>" names it
+
+
+class _HungServer:
+    """A loopback server that takes every connection and request and never answers."""
+
+    def __init__(self) -> None:
+        self._listener = socket.create_server(("127.0.0.1", 0))
+        self._held: list[socket.socket] = []
+        self._thread = threading.Thread(target=self._serve, daemon=True)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self._listener.getsockname()[1]}/v1"
+
+    def _serve(self) -> None:
+        while True:
+            try:
+                connection, _ = self._listener.accept()
+            except OSError:
+                return
+            self._held.append(connection)
+
+    def __enter__(self) -> _HungServer:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._listener.close()
+        for connection in self._held:
+            connection.close()
+
+
+def test_a_call_to_a_hung_upstream_is_counted_as_failed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Issue 34 (24): a call that timed out on a hung upstream was never recorded, so it
+    # never appeared in the manifest's costs.
+    data = write_json(tmp_path / "locomo.json", LOCOMO)
+    monkeypatch.setenv("OPENAI_API_KEY", "fake")
+    out = tmp_path / "run"
+    with _HungServer() as server:
+        monkeypatch.setenv("OPENAI_BASE_URL", server.url)
+        argv = ["eval", "--memory", "keyword", "--data-path", str(data), "--no-preflight"]
+        argv += ["--no-progress"]
+        argv += ["--llm", "openai", "--model", "m", "--no-judge", "--llm-timeout", "0.2"]
+        argv += ["--llm-retries", "0", "--concurrency", "64", "--out", str(out)]
+        assert main(argv) == 3
+    manifest = RunDir(out).read().manifest
+    answering = manifest.costs.phases["answering"] if manifest.costs else None
+    questions = manifest.counts["errors"]
+    assert questions > 0
+    assert answering is not None
+    assert answering.calls == answering.errors == questions

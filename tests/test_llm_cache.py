@@ -10,7 +10,7 @@ import sqlite3
 import subprocess
 import sys
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from contextlib import closing
 from pathlib import Path
 
@@ -32,6 +32,7 @@ from himga.llm import (
     cache_key,
     get_client,
 )
+from tests.cli_support import QUICK, offline_cli, run_cli
 from tests.test_eval_support import ScriptedLLM, make_result
 
 messages_strategy = st.lists(
@@ -368,3 +369,48 @@ def test_forgetting_without_a_cache_does_nothing() -> None:
     client = get_client("openai", api_key="k", base_url="http://127.0.0.1:9/v1")
     client.forget([{"role": "user", "content": "x"}])
     assert client.cache_stats is None
+
+
+def _foreign_schema(path: Path) -> None:
+    with closing(sqlite3.connect(path)) as db:
+        db.execute("CREATE TABLE meta (name TEXT PRIMARY KEY, value TEXT)")
+        db.execute("INSERT INTO meta VALUES ('schema_version', '1')")
+        db.execute("CREATE TABLE replies (key TEXT PRIMARY KEY, reply TEXT)")
+        db.commit()
+
+
+def _wrong_types(path: Path) -> None:
+    LLMCache(path).close()
+    with closing(sqlite3.connect(path)) as db:
+        db.execute("INSERT INTO replies VALUES ('k', 'reply', 'many', 2, 'm')")
+        db.commit()
+
+
+def _corrupted(path: Path) -> None:
+    cache = LLMCache(path)
+    for i in range(300):
+        cache.put(f"k{i}", Completion(f"reply {i} " * 60, 1, 2, "m"))
+    cache.close()
+    with path.open("r+b") as file:
+        file.seek(len(path.read_bytes()) // 2)
+        file.write(b"\xa5" * 8192)
+
+
+@pytest.mark.parametrize("damage", [_foreign_schema, _wrong_types, _corrupted])
+def test_a_damaged_or_foreign_cache_stops_the_run_before_it_starts(
+    tmp_path: Path, damage: Callable[[Path], None]
+) -> None:
+    # Issue 34 (25): a corrupted or foreign-schema --llm-cache failed every question as
+    # "LLM call failed after retries" (or with a TypeError traceback).
+    cache = tmp_path / "llm.sqlite"
+    damage(cache)
+    before = cache.read_bytes()
+    out = tmp_path / "run"
+    with offline_cli(tmp_path):
+        argv = ["eval", *QUICK, "--llm", "openai", "--llm-cache", str(cache), "--out", str(out)]
+        code, err = run_cli(argv)
+    assert code == 2
+    assert len(err.strip().splitlines()) == 1, err
+    assert f"{cache}: damaged or not a himga LLM cache" in err
+    assert not (out / "checkpoint.jsonl").exists()
+    assert cache.read_bytes() == before  # left as it was

@@ -8,6 +8,7 @@ files, which rewrote model names, ids and JSON keys when a key was short.
 from __future__ import annotations
 
 import json
+import sqlite3
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +18,7 @@ from himga._cli import main
 from himga.eval import redact
 from himga.eval.judge import offline_judge_responder
 from himga.llm import ChatMessage, FakeLLMServer, offline_responder
+from himga.memory import KeywordMemory
 
 KEY = "sk-test-0123456789abcdefghij"
 QUICK = ["--memory", "keyword", "--limit", "1", "--no-preflight", "--no-progress"]
@@ -102,6 +104,87 @@ def test_a_key_echoed_by_the_llm_never_reaches_results_or_checkpoint(
     assert {r["prediction"] for r in _lines(out / "results.jsonl")} == {
         "the key is ***, as you asked"
     }
+
+
+def test_a_key_echoed_by_the_llm_never_persists_in_the_llm_cache(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Issue 34 (9): results and checkpoint were redacted, the --llm-cache file kept the
+    # raw reply. A rerun is still answered from the cache, with the same results.
+    cache = tmp_path / "llm.sqlite"
+    with FakeLLMServer(responder=_leaky) as server:
+        monkeypatch.setenv("OPENAI_BASE_URL", server.openai_base_url)
+        monkeypatch.setenv("OPENAI_API_KEY", KEY)
+        argv = [*QUICK, "--llm", "openai", "--model", "m", "--no-judge", "--llm-cache", str(cache)]
+        assert main(["eval", *argv, "--out", str(tmp_path / "first")]) == 0
+        asked = len(server.requests)
+        assert main(["eval", *argv, "--out", str(tmp_path / "again")]) == 0
+        assert len(server.requests) == asked  # every answer from the cache
+    for name in (cache.name, f"{cache.name}-wal"):
+        if (tmp_path / name).exists():
+            assert KEY.encode() not in (tmp_path / name).read_bytes(), name
+    with sqlite3.connect(cache) as db:
+        stored = {text for (text,) in db.execute("SELECT text FROM replies")}
+    assert stored == {"the key is ***, as you asked"}
+    first, again = tmp_path / "first" / "results.jsonl", tmp_path / "again" / "results.jsonl"
+    assert _timeless(again) == _timeless(first)
+
+
+class KeyedMemory(KeywordMemory):
+    """The keyword memory given the credentials an external memory takes."""
+
+    def __init__(
+        self, llm_api_key: str = "", base_url: str = "", config: dict[str, Any] | None = None
+    ) -> None:
+        super().__init__()
+        self.llm_api_key, self.base_url, self.config = llm_api_key, base_url, config
+
+    def __repr__(self) -> str:
+        return f"KeyedMemory(llm_api_key={self.llm_api_key!r}, config={self.config!r})"
+
+
+def test_secrets_in_memory_arguments_are_never_written_and_a_changed_one_is_told(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Issue 34 (8): --memory-arg llm_api_key=sk-... was written in plain text into
+    # manifest.json, the checkpoint header and report.md.
+    nested = "nested-secret-0123456789"
+    out = tmp_path / "r"
+    argv = [*QUICK, "--memory", f"{__name__}:KeyedMemory", "--out", str(out)]
+    secrets = [
+        "--memory-arg",
+        f"llm_api_key={KEY}",
+        "--memory-arg",
+        "base_url=https://user:hunter2pass@llm.example/v1",
+        "--memory-arg",
+        f'config={{"llm": {{"config": {{"api_key": "{nested}", "model": "m"}}}}}}',
+    ]
+    assert main(["eval", *argv, *secrets]) == 0
+    assert main(["report", str(out)]) == 0
+    for file in out.iterdir():
+        text = file.read_bytes()
+        for secret in (KEY, "hunter2pass", nested):
+            assert secret.encode() not in text, (file.name, secret)
+    memory = json.loads((out / "manifest.json").read_text("utf-8"))["memory"]
+    assert memory["arguments"]["llm_api_key"].startswith("*** sha256:")
+    assert memory["arguments"]["config"]["llm"]["config"]["model"] == "m"
+    assert memory["arguments"]["base_url"].startswith("https://***@llm.example/v1")
+    assert "llm_api_key='*** sha256:" in memory["repr"]
+    capsys.readouterr()
+    # The same secret resumes; another is told apart, without either being shown.
+    assert main(["eval", *argv, *secrets, "--resume"]) == 0
+    other = [*secrets[:1], "llm_api_key=sk-other-0123456789abcdefghij", *secrets[2:]]
+    assert main(["eval", *argv, *other, "--resume"]) == 2
+    err = capsys.readouterr().err
+    assert "memory_arguments.llm_api_key" in err
+    assert KEY not in err
+    assert "sk-other" not in err
+    # Printed errors name the argument, never its value.
+    bad = ["eval", *QUICK, "--memory", "bm25", "--memory-arg", f"api_key={KEY}"]
+    assert main([*bad, "--out", str(tmp_path / "bad")]) == 2
+    err = capsys.readouterr().err
+    assert "api_key='*** sha256:" in err
+    assert KEY not in err
 
 
 def _no_verdict(messages: list[ChatMessage]) -> str:

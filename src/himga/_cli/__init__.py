@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import io
 import os
 import sys
 import threading
@@ -48,6 +49,11 @@ def parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the ``himga`` command; returns the process exit code (130 after Ctrl-C, in one
     line: the commands that keep work say what they kept)."""
+    for stream in (sys.stdout, sys.stderr):
+        # A path or text that is not UTF-8 (a lone surrogate, a file name of another
+        # encoding) is printed escaped rather than failing the command.
+        if isinstance(stream, io.TextIOWrapper):
+            stream.reconfigure(errors="backslashreplace")
     try:
         args = parser().parse_args(argv)
         code: int = args.handler(args)

@@ -6,9 +6,9 @@ import argparse
 import json
 import os
 import sys
-from pathlib import Path
 from typing import Any
 
+from himga._cli._options import path
 from himga._extras import MissingExtraError
 from himga.eval._paired import DEFAULT_RESAMPLES, MAX_RESAMPLES
 from himga.runs import (
@@ -16,9 +16,11 @@ from himga.runs import (
     METRIC_TITLES,
     CompareError,
     RunDir,
+    RunDirError,
     RunReadError,
     compare_runs,
     format_comparison,
+    guard_output,
     plot_comparison,
 )
 
@@ -40,7 +42,7 @@ def register(commands: Any) -> None:
             "0 compared, 2 cannot compare."
         ),
     )
-    parser.add_argument("runs", nargs="+", type=Path, metavar="RUN", help="run directories")
+    parser.add_argument("runs", nargs="+", type=path, metavar="RUN", help="run directories")
     parser.add_argument(
         "--metric",
         action="append",
@@ -60,7 +62,7 @@ def register(commands: Any) -> None:
     )
     parser.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
     parser.add_argument("--json", action="store_true", help="print JSON instead of markdown")
-    parser.add_argument("--plot", type=Path, default=None, metavar="FILE", help="save a figure")
+    parser.add_argument("--plot", type=path, default=None, metavar="FILE", help="save a figure")
     parser.set_defaults(handler=run)
 
 
@@ -82,13 +84,15 @@ def run(args: argparse.Namespace) -> int:
             print(f"himga compare: error: {problem}", file=sys.stderr)
             return 2
     try:
+        if args.plot is not None:
+            guard_output(args.plot)
         runs = [RunDir(path).read() for path in args.runs]
         comparison = compare_runs(
             runs, metrics=args.metric, resamples=args.resamples, seed=args.seed
         )
         if args.plot is not None:
             plot_comparison(comparison, args.plot)
-    except (CompareError, RunReadError, MissingExtraError) as exc:
+    except (CompareError, RunReadError, RunDirError, MissingExtraError) as exc:
         print(f"himga compare: error: {exc}", file=sys.stderr)
         return 2
     except OSError as exc:  # only the figure is written

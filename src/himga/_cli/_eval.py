@@ -15,10 +15,10 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from himga._cli._check import INTERRUPTED
-from himga._cli._options import memory_timeout
+from himga._cli._options import memory_timeout, path
+from himga._redact import REDACTED, redact, redact_arguments
 from himga.eval import compute_measurements, format_table
 from himga.eval._memory_calls import DEFAULT_MEMORY_TIMEOUT
-from himga.eval._redact import redact
 from himga.testing import KIT_MEMORY_TIMEOUT
 
 __all__ = ["EXIT_INCOMPLETE", "register", "run"]
@@ -44,7 +44,10 @@ def register(commands: Any) -> None:
     )
     parser.add_argument("--dataset", default="locomo", help="dataset name (default: locomo)")
     parser.add_argument(
-        "--data-path", default=None, help="dataset file or directory (default: resolved by name)"
+        "--data-path",
+        type=path,
+        default=None,
+        help="dataset file or directory (default: resolved by name)",
     )
     parser.add_argument(
         "--memory",
@@ -100,14 +103,14 @@ def register(commands: Any) -> None:
     )
     parser.add_argument(
         "--llm-cache",
-        type=Path,
+        type=path,
         default=None,
         metavar="PATH",
         help="answer repeated LLM requests from this SQLite file (created if missing)",
     )
     parser.add_argument("--limit", type=int, default=None, help="evaluate the first N samples")
     parser.add_argument(
-        "--out", type=Path, default=None, help="run directory (default: runs/<UTC timestamp>)"
+        "--out", type=path, default=None, help="run directory (default: runs/<UTC timestamp>)"
     )
     again = parser.add_mutually_exclusive_group()
     again.add_argument(
@@ -242,6 +245,8 @@ def _usage_error(args: argparse.Namespace) -> str | None:
             return f"--{option} must be >= 1, got {value}"
     if args.llm_retries is not None and args.llm_retries < 0:
         return f"--llm-retries must be >= 0, got {args.llm_retries}"
+    from himga.runs import LOCK, MARKER, RUN_FILES
+
     cache: Path | None = args.llm_cache
     if cache is not None:
         if cache.is_dir():
@@ -251,6 +256,8 @@ def _usage_error(args: argparse.Namespace) -> str | None:
         parent = cache.parent if str(cache.parent) else Path(".")
         if not cache.exists() and not (parent.is_dir() and os.access(parent, os.W_OK)):
             return f"--llm-cache {cache}: cannot create it in {parent} (missing or read-only)"
+        if cache.name in {*RUN_FILES, MARKER, LOCK}:
+            return f"--llm-cache {cache}: the name of a run directory's own file; choose another"
     if args.out is not None and args.out.exists() and not args.out.is_dir():
         return f"--out {args.out} is a file, not a run directory"
     return None
@@ -310,8 +317,11 @@ def run(args: argparse.Namespace) -> int:
             print(redact(f"himga eval: error: {exc}"), file=sys.stderr)
             return 2
         except (OSError, sqlite3.Error) as exc:
-            # The run directory or the LLM cache could not be written (full, read-only, gone).
-            what = getattr(exc, "filename", None) or "a file"
+            # The run directory or the LLM cache could not be written (full, read-only, gone):
+            # name the file; SQLite's errors name none, but only the LLM cache is SQLite.
+            what = getattr(exc, "filename", None) or (
+                args.llm_cache if isinstance(exc, sqlite3.Error) else f"into {args.out}"
+            )
             reason = getattr(exc, "strerror", None) or str(exc)
             message = (
                 f"himga eval: error: cannot write {what}: {reason}; {_kept(args.out, given=given)}"
@@ -388,6 +398,8 @@ def _print_preflight_failure(args: argparse.Namespace, report: Any) -> None:
     # The same memory, built with the same arguments, as a command to paste into a shell.
     check = ["himga", "check", args.memory]
     for argument in args.memory_arg:
-        check += ["--memory-arg", argument]
+        name, _, value = argument.partition("=")
+        shown = redact_arguments({name: value})[name]
+        check += ["--memory-arg", argument if shown == value else f"{name}={REDACTED}"]
     lines.append(f"  see every contract: {shlex.join(check)}  (or skip this check: --no-preflight)")
     print(redact("\n".join(lines)), file=sys.stderr)

@@ -3,10 +3,15 @@
 from __future__ import annotations
 
 import argparse
+import os
+from pathlib import Path
 
 from himga.eval._memory_calls import parse_memory_timeout
 
-__all__ = ["memory_timeout"]
+__all__ = ["memory_timeout", "path"]
+
+# The longest file name (one path component) Linux, macOS and Windows file systems hold.
+_NAME_MAX = 255
 
 
 def memory_timeout(text: str) -> float | None:
@@ -15,3 +20,18 @@ def memory_timeout(text: str) -> float | None:
         return parse_memory_timeout(text)
     except ValueError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from exc
+
+
+def path(text: str) -> Path:
+    """A file or directory argument for argparse: refused in one line when no file system
+    could hold it -- a component longer than 255 bytes, or a NUL -- which every
+    operation on it would otherwise fail with an ``OSError`` or ``ValueError``."""
+    if "\0" in text:
+        raise argparse.ArgumentTypeError(f"{text!r}: a path cannot hold a NUL character")
+    for part in Path(text).parts:
+        if len(os.fsencode(part)) > _NAME_MAX:
+            raise argparse.ArgumentTypeError(
+                f"{part[:40]}...: a file name of {len(os.fsencode(part))} bytes (at most "
+                f"{_NAME_MAX})"
+            )
+    return Path(text)

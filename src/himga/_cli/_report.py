@@ -3,15 +3,19 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 from pathlib import Path
 from typing import Any
 
+from himga._cli._options import path
 from himga._extras import MissingExtraError
 from himga.eval import compute_measurements, format_table
 from himga.runs import (
     PartialRun,
+    RunDirError,
     RunReadError,
+    guard_output,
     load_run,
     plot_report,
     render_report,
@@ -27,15 +31,16 @@ def register(commands: Any) -> None:
         "report",
         help="write a markdown report of a run: its table, its manifest in prose, plots",
         description=(
-            "Write RUN/report.md (or --out): the per-category table, what was run on what "
+            "Write RUN/report.md (or --out: a .md file, never over a file of another run "
+            "directory): the per-category table, what was run on what "
             "and when, the cost in tokens, and a per-category plot (report.png beside it; "
             "needs the plot extra, otherwise the report says so). A run without a manifest "
             "(under way, or killed) is reported from its checkpoint, marked partial. Exit "
             "status 2 when the run cannot be read or the report cannot be written."
         ),
     )
-    parser.add_argument("run", type=Path, metavar="RUN", help="a himga eval run directory")
-    parser.add_argument("--out", type=Path, default=None, help="report file (RUN/report.md)")
+    parser.add_argument("run", type=path, metavar="RUN", help="a himga eval run directory")
+    parser.add_argument("--out", type=path, default=None, help="report file (RUN/report.md)")
     parser.set_defaults(handler=run)
 
 
@@ -43,14 +48,34 @@ def run(args: argparse.Namespace) -> int:
     """Write the report; 2 when the run cannot be read or the report written."""
     try:
         loaded = load_run(args.run)
+        measured = loaded.metrics if isinstance(loaded, PartialRun) else loaded.measured()
     except RunReadError as exc:
         print(f"himga report: error: {exc}", file=sys.stderr)
         return 2
+    if measured != loaded.metrics:
+        print(
+            f"himga report: note: {loaded.path / 'metrics.json'} differs from what "
+            "results.jsonl measures (edited, or written by another himga); the report "
+            "shows the results' metrics, as compare does",
+            file=sys.stderr,
+        )
+        loaded = dataclasses.replace(loaded, metrics=measured)
     out: Path = args.out or args.run / "report.md"
     if out.is_dir():
         print(f"himga report: error: --out {out} is a directory: give a file name", file=sys.stderr)
         return 2
+    if out.suffix.lower() != ".md":
+        # The report is markdown; its figure is written beside it, as .png.
+        print(f"himga report: error: --out {out}: give a .md file name", file=sys.stderr)
+        return 2
     plot = out.with_suffix(".png")
+    own = (args.run / "report.md", args.run / "report.png")
+    try:
+        for target in (out, plot):
+            guard_output(target, own=own)
+    except RunDirError as exc:
+        print(f"himga report: error: --out {exc}", file=sys.stderr)
+        return 2
     try:
         plot_report(loaded, plot)
         figure = f"![per-category metrics]({plot.name})"

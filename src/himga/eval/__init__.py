@@ -6,6 +6,7 @@ Every metric is defined once in the metric registry (:class:`Metric`,
 :mod:`himga.eval.judge` (LLM-as-judge, through each benchmark's judge).
 """
 
+from himga._redact import redact
 from himga.eval._aggregate import (
     compute_measurements,
     compute_metrics,
@@ -32,7 +33,6 @@ from himga.eval._ranking import (
     ndcg_at_k,
 )
 from himga.eval._ray import RayExecutor, WorkerStartError
-from himga.eval._redact import redact
 from himga.eval._result import EvalResult, MemoryCallError
 from himga.eval._run import arun_eval, run_eval
 from himga.eval._shard import Shard, ShardSpecError

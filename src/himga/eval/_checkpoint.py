@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from himga._errors import HimgaError
+from himga._json import dumps
 from himga.eval._identity import _diff
 from himga.eval._result import EvalResult
 
@@ -75,8 +76,11 @@ class Checkpoint:
         complete, _, torn = raw.rpartition(b"\n")
         if torn:
             # The process died while writing this line: it was never acknowledged.
-            with self._path.open("r+b") as file:
-                file.truncate(len(complete) + 1 if complete else 0)
+            try:
+                with self._path.open("r+b") as file:
+                    file.truncate(len(complete) + 1 if complete else 0)
+            except OSError as exc:  # say which file could not be written
+                raise OSError(exc.errno, exc.strerror, str(self._path)) from exc
         recorded = read_checkpoint(self._path, raw)
         if recorded is None:
             return False
@@ -101,7 +105,7 @@ class Checkpoint:
         if self._file is None:
             raise RuntimeError("Checkpoint.append before Checkpoint.open")
         try:
-            self._file.write(json.dumps(record, ensure_ascii=False) + "\n")
+            self._file.write(dumps(record) + "\n")
             self._file.flush()
             os.fsync(self._file.fileno())
         except OSError as exc:  # a full disk: say which file could not be written

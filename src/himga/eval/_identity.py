@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, fields
 from typing import TYPE_CHECKING, Any
 
+from himga._redact import redact_arguments, redact_repr
 from himga.agent._agent import prompt_hashes
 from himga.llm._protocol import HasTemperature
 from himga.memory._registry import memory_provenance
@@ -36,7 +37,8 @@ class RunIdentity:
     its canonical JSON (sorted keys), stable across processes and machines.
 
     * the memory: ``memory_spec`` as given and its constructor
-      ``memory_arguments``, the ``memory_class`` (``module:qualname``) and its
+      ``memory_arguments`` (each secret as its fingerprint:
+      :func:`himga._redact.redact_arguments`), the ``memory_class`` (``module:qualname``) and its
       ``memory_repr`` (``None`` when the class has no ``__repr__`` of its own),
       the ``memory_distribution`` and ``memory_version`` that provide it, and
       ``memory_source_sha256`` (:func:`himga.memory.memory_provenance`);
@@ -125,11 +127,12 @@ def memory_config(memory: object) -> str | None:
     """``repr(memory)`` when its class defines one (a dataclass's names its fields).
 
     ``object.__repr__`` only names an address, different in every process, so a
-    memory without its own ``__repr__`` is identified by its class alone.
+    memory without its own ``__repr__`` is identified by its class alone. Secrets in
+    it are fingerprinted (:func:`himga._redact.redact_repr`): the repr is recorded.
     """
     if type(memory).__repr__ is object.__repr__:
         return None
-    return repr(memory)
+    return redact_repr(repr(memory))
 
 
 def run_identity(
@@ -153,7 +156,7 @@ def run_identity(
     answer = None if llm is None else {**llm_identity(llm), "max_tokens": agent.max_tokens}
     return RunIdentity(
         memory_spec=memory_spec or memory_class,
-        memory_arguments=dict(memory_arguments or {}),
+        memory_arguments=redact_arguments(memory_arguments or {}),
         memory_class=memory_class,
         memory_repr=memory_config(memory),
         memory_distribution=provenance.distribution,

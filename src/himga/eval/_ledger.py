@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Mapping, Sequence
 
 from himga._errors import HimgaError
+from himga._redact import redact
 from himga.data.schema import QAPair, Sample
 from himga.eval._checkpoint import Checkpoint, CheckpointMismatchError
 from himga.eval._identity import RunIdentity
 from himga.eval._progress import ProgressBar, ProgressModel
-from himga.eval._redact import redact
 from himga.eval._result import EvalResult, MemoryCallError
 
 __all__ = ["DuplicateQuestionError", "Ledger", "failed_result", "new_result", "turn_count"]
@@ -76,7 +77,9 @@ class Ledger:
     :meth:`plan` takes each sample in order and returns its questions still to
     do; :meth:`record` keeps the first result per question (an executor that
     retries may deliver one twice) and appends it to the checkpoint;
-    :meth:`results` lists them in question order. ``progress`` is the run's bar, over
+    :meth:`results` lists them in question order. :meth:`record` may be called from
+    any thread (the memory thread records what needs no answer the moment it is
+    retrieved, the event loop the answers). ``progress`` is the run's bar, over
     ``turns`` to ingest and ``questions`` (totals; ``None``: unknown) with
     ``parallelism`` workers: the ledger counts finished and resumed questions, the
     executor the turns it ingests.
@@ -100,6 +103,7 @@ class Ledger:
             self._finished = {
                 key: r for key, r in done.items() if r.error is None and r.memory_error is None
             }
+        self._lock = threading.Lock()
         self._order: list[tuple[str, str]] = []
         self._seen: set[tuple[str, str]] = set()
         model = ProgressModel(turns=turns, questions=questions, parallelism=parallelism)
@@ -145,12 +149,13 @@ class Ledger:
 
     def record(self, result: EvalResult) -> None:
         """Keep ``result`` (unless its question has one already) and record it durably."""
-        if result.key in self._finished:
-            return
-        self._finished[result.key] = result
-        if self._store is not None:
-            self._store.append(result)
-        self.progress.finished()
+        with self._lock:
+            if result.key in self._finished:
+                return
+            if self._store is not None:
+                self._store.append(result)
+            self._finished[result.key] = result
+            self.progress.finished()
 
     def fail(self, sample: Sample, pending: Sequence[QAPair], reason: str) -> None:
         """Record each of ``pending`` as lost with its worker (:func:`failed_result`)."""

@@ -7,8 +7,9 @@ import contextlib
 import dataclasses
 import hashlib
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 
+from himga._redact import redact
 from himga.agent._agent import BaseAgent
 from himga.data.schema import QAPair, Sample
 from himga.eval._identity import run_identity
@@ -16,7 +17,6 @@ from himga.eval._ledger import Ledger, new_result, turn_count
 from himga.eval._memory_calls import CallThread, GuardedMemory, MemoryCallFailed
 from himga.eval._options import EvalOptions, PhaseMeter
 from himga.eval._progress import ProgressBar
-from himga.eval._redact import redact
 from himga.eval._result import EvalResult, MemoryCallError
 from himga.llm._protocol import ChatMessage
 from himga.memory._protocol import SearchableMemory
@@ -53,7 +53,7 @@ def _conversation_only(sample: Sample) -> tuple[Sample, dict[str, str]]:
                 back[turn_id] = message.turn_id
             messages.append(dataclasses.replace(message, turn_id=turn_id))
         sessions.append(dataclasses.replace(session, session_id=f"S{k}", messages=messages))
-    neutral_id = hashlib.sha256(sample.sample_id.encode("utf-8")).hexdigest()[:16]
+    neutral_id = hashlib.sha256(sample.sample_id.encode("utf-8", "surrogatepass")).hexdigest()[:16]
     conversation = dataclasses.replace(
         sample, sample_id=f"sample-{neutral_id}", sessions=sessions, qa_pairs=(), metadata={}
     )
@@ -82,6 +82,7 @@ def _prepare(
     prompts: bool,
     meter: PhaseMeter,
     progress: ProgressBar,
+    record: Callable[[EvalResult], None],
 ) -> list[tuple[EvalResult, list[ChatMessage]]]:
     """Runs on the memory thread: reset, ingest once, retrieve (and search) per question.
 
@@ -89,10 +90,12 @@ def _prepare(
     fails every pending question of the sample, a failed retrieve or search
     only its own. A searchable memory is searched ``search_k`` deep (``None``: not).
     With ``prompts`` each question's prompt is built here too,
-    while the agent still holds this sample's state. Reset and ingest run in
-    ``meter``'s ``"ingest"`` window, each question's retrieve and search in its
-    ``"retrieval"`` window. ``progress`` is told when the ingest starts and ends
-    (``guarded`` counts each turn on it).
+    while the agent still holds this sample's state, and the results to answer are
+    returned with their prompts; every other result (no LLM, a memory error) is given
+    to ``record`` the moment it is known, so a ``kill -9`` loses at most the question
+    in hand. Reset and ingest run in ``meter``'s ``"ingest"`` window, each question's
+    retrieve and search in its ``"retrieval"`` window. ``progress`` is told when the
+    ingest starts and ends (``guarded`` counts each turn on it).
     """
     conversation, sample_turn_id = _conversation_only(sample)
     texts = {message.turn_id: message.content for _, message in sample.iter_turns()}
@@ -102,7 +105,9 @@ def _prepare(
             guarded.reset()
             agent.ingest_sample(conversation)
     except MemoryCallFailed as failure:
-        return [(_failed(sample, texts, qa, failure), []) for qa in pending]
+        for qa in pending:
+            record(_failed(sample, texts, qa, failure))
+        return []
     finally:
         progress.ingest_ends()
     prepared: list[tuple[EvalResult, list[ChatMessage]]] = []
@@ -117,13 +122,15 @@ def _prepare(
                     hits = guarded.search_turn_ids(qa.question, search_k)
                     ranked = tuple(sample_turn_id.get(turn_id or "") for turn_id in hits)
         except MemoryCallFailed as failure:
-            prepared.append((_failed(sample, texts, qa, failure), []))
+            record(_failed(sample, texts, qa, failure))
             continue
         result = new_result(
             sample, texts, qa, context=context, ranked=ranked, latency=time.perf_counter() - started
         )
-        prompt = agent.build_prompt(qa.question, context) if prompts else []
-        prepared.append((result, prompt))
+        if prompts:
+            prepared.append((result, agent.build_prompt(qa.question, context)))
+        else:
+            record(result)
     return prepared
 
 
@@ -206,13 +213,11 @@ async def evaluate_here(
                     llm is not None,
                     options.memory_meter or _UNMETERED,
                     ledger.progress,
+                    ledger.record,
                 )
             )
             for result, prompt in prepared:
-                if llm is None or result.memory_error is not None:
-                    ledger.record(result)
-                else:
-                    tasks.append(asyncio.ensure_future(answer_and_record(result, prompt)))
+                tasks.append(asyncio.ensure_future(answer_and_record(result, prompt)))
         await asyncio.gather(*tasks)
     finally:
         for task in tasks:

@@ -109,7 +109,8 @@ class EvalResult:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> EvalResult:
-        """The inverse of :meth:`to_dict`; ``KeyError`` / ``ValueError`` on a malformed record."""
+        """The inverse of :meth:`to_dict`; ``KeyError`` / ``ValueError`` / ``TypeError`` on a
+        malformed record (a text field holding a list, a latency a string)."""
         ranked = data["ranked_turn_ids"]
         memory_error = data.get("memory_error")
         return cls(
@@ -125,12 +126,22 @@ class EvalResult:
             context=str(data["context"]),
             ranked_turn_ids=None if ranked is None else tuple(ranked),
             retrieval_latency_s=float(data["retrieval_latency_s"]),
-            prediction=data["prediction"],
-            error=data["error"],
-            latency_s=data["latency_s"],
+            prediction=_optional(data, "prediction", str),
+            error=_optional(data, "error", str),
+            latency_s=_optional(data, "latency_s", (int, float)),
             input_tokens=int(data["input_tokens"]),
             output_tokens=int(data["output_tokens"]),
-            model=data["model"],
+            model=_optional(data, "model", str),
             memory_error=None if memory_error is None else MemoryCallError.from_dict(memory_error),
             gold=dict(data.get("gold") or {}),
         )
+
+
+def _optional(data: Mapping[str, Any], name: str, kind: type | tuple[type, ...]) -> Any:
+    """``data[name]``, ``None`` or of ``kind`` (never a boolean), else ``TypeError``."""
+    value = data[name]
+    if value is not None and (not isinstance(value, kind) or isinstance(value, bool)):
+        kinds = kind if isinstance(kind, tuple) else (kind,)
+        expected = " or ".join(k.__name__ for k in kinds)
+        raise TypeError(f"field {name!r}: expected {expected} or null, got {value!r}")
+    return value

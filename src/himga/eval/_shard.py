@@ -62,7 +62,7 @@ class Shard:
     @staticmethod
     def of(sample_id: str, count: int) -> int:
         """The index of the shard of ``count`` that ``sample_id`` belongs to."""
-        digest = hashlib.sha256(sample_id.encode("utf-8")).digest()
+        digest = hashlib.sha256(sample_id.encode("utf-8", "surrogatepass")).digest()
         return int.from_bytes(digest[:8], "big") % count
 
     def contains(self, sample_id: str) -> bool:

@@ -39,8 +39,9 @@ class ProxyCall:
     ``"embeddings"``, ``"messages"`` (Anthropic), ``"responses"`` (OpenAI) or
     ``"other"``. Tokens are what the upstream's ``usage`` reported (cached input
     included), ``None`` when it reported none; ``status`` is 502 when the upstream
-    could not be reached; ``seconds`` is the upstream round trip as the proxy saw it;
-    ``model`` is the ``"model"`` the request's JSON body named (``None``: it named
+    could not be reached, 504 when it had not replied by the time the proxy settled
+    (:meth:`RecordingProxy.settle`); ``seconds`` is the upstream round trip as the proxy
+    saw it; ``model`` is the ``"model"`` the request's JSON body named (``None``: it named
     none, or the call was recorded by a himga that did not read it).
     """
 
@@ -341,6 +342,9 @@ class RecordingProxy:
         self._calls: list[ProxyCall] = []
         # Calls whose reply a client may already hold but which are not yet recorded.
         self._replying = 0
+        # Calls arrived and not yet recorded, in order: those still without a reply when
+        # the proxy settles are recorded as failed then (a hung upstream).
+        self._waiting: list[_Arrival] = []
         self._recorded = threading.Condition(self._lock)
         self._phase = "unattributed"
         self._httpd: ThreadingHTTPServer | None = None
@@ -407,16 +411,27 @@ class RecordingProxy:
 
     def settle(self) -> None:
         """Wait until every call whose reply the proxy has begun to pass on is recorded
-        and given to ``on_call``.
+        and given to ``on_call``; record each call still without a reply as failed.
 
         A reply's last byte can reach its client a moment before the proxy records
         the call, so a reader that needs every call its clients have had answered
         (the costs of a run, of a Ray task) settles first. Calls whose reply has not
-        begun are not waited for; one being relayed (a stream) is, to its end -- so
-        never settle on a thread that still holds an unfinished reply.
+        begun are not waited for: their clients have given up on them (a hung
+        upstream, past the client's deadline), so each is recorded now, status 504 and
+        no usage, and not again should the upstream answer later. One being relayed (a
+        stream) is waited for, to its end -- so never settle on a thread that still
+        holds an unfinished reply.
         """
         with self._recorded:
             self._recorded.wait_for(lambda: self._replying == 0)
+            hung = [arrival for arrival in self._waiting if not arrival.begun]
+            self._waiting = [arrival for arrival in self._waiting if arrival.begun]
+        now = time.perf_counter()
+        for arrival in hung:
+            seconds = now - arrival.started
+            self._keep(
+                ProxyCall(arrival.phase, _api(arrival.path), arrival.path, 504, None, None, seconds)
+            )
 
     @property
     def calls(self) -> list[ProxyCall]:
@@ -429,12 +444,16 @@ class RecordingProxy:
         """The calls recorded so far, summed per phase."""
         return CostSummary.of(self.calls)
 
-    def _current_phase(self) -> str:
+    def _arrives(self, path: str) -> _Arrival:
+        """A call arriving now, in the current phase, waiting for its reply."""
         with self._lock:
-            return self._phase
+            arrival = _Arrival(self._phase, path, time.perf_counter())
+            self._waiting.append(arrival)
+        return arrival
 
-    def _replying_begins(self) -> None:
+    def _replying_begins(self, arrival: _Arrival) -> None:
         with self._lock:
+            arrival.begun = True
             self._replying += 1
 
     def _replying_ends(self) -> None:
@@ -442,7 +461,14 @@ class RecordingProxy:
             self._replying -= 1
             self._recorded.notify_all()
 
-    def _record(self, call: ProxyCall) -> None:
+    def _record(self, arrival: _Arrival, call: ProxyCall) -> None:
+        with self._lock:
+            if arrival not in self._waiting:
+                return  # recorded as failed when the proxy settled without its reply
+            self._waiting.remove(arrival)
+        self._keep(call)
+
+    def _keep(self, call: ProxyCall) -> None:
         with self._lock:
             self._calls.append(call)
         if self._on_call is not None:
@@ -454,6 +480,16 @@ class RecordingProxy:
             http.client.HTTPSConnection if parts.scheme == "https" else http.client.HTTPConnection
         )
         return connection_class(parts.hostname or "", parts.port, timeout=self.timeout)
+
+
+@dataclass(eq=False)
+class _Arrival:
+    """A call as it arrived: its phase, path and start, and whether its reply has begun."""
+
+    phase: str
+    path: str
+    started: float
+    begun: bool = False
 
 
 class _Relay:
@@ -528,15 +564,16 @@ def _handler(proxy: RecordingProxy) -> type[BaseHTTPRequestHandler]:
             """Silent: the calls are recorded, not logged."""
 
         def _forward(self) -> None:
-            relay = _Relay(self.wfile, proxy._replying_begins)
+            arrival = proxy._arrives(self.path)
+            relay = _Relay(self.wfile, lambda: proxy._replying_begins(arrival))
             try:
-                self._relay_call(relay)
+                self._relay_call(relay, arrival)
             finally:
                 if relay.begun:
                     proxy._replying_ends()
 
-        def _relay_call(self, relay: _Relay) -> None:
-            phase = proxy._current_phase()
+        def _relay_call(self, relay: _Relay, arrival: _Arrival) -> None:
+            phase = arrival.phase
             length = int(self.headers.get("Content-Length") or 0)
             body = self.rfile.read(length) if length else None
             headers = {k: v for k, v in self.headers.items() if k.lower() not in _NOT_FORWARDED}
@@ -585,6 +622,7 @@ def _handler(proxy: RecordingProxy) -> type[BaseHTTPRequestHandler]:
             asked = _json(body) if body else None
             model = asked.get("model") if isinstance(asked, Mapping) else None
             proxy._record(
+                arrival,
                 ProxyCall(
                     phase,
                     _api(self.path),
@@ -594,7 +632,7 @@ def _handler(proxy: RecordingProxy) -> type[BaseHTTPRequestHandler]:
                     output_tokens,
                     seconds,
                     model if isinstance(model, str) else None,
-                )
+                ),
             )
 
         def _reply(self, status: int, headers: Mapping[str, str], payload: bytes) -> None:

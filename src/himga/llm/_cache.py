@@ -11,8 +11,8 @@ committed before the kill.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
-import json
 import os
 import sqlite3
 import threading
@@ -21,6 +21,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
+from himga._json import dumps
+from himga._redact import redact
 from himga.llm._errors import LLMConfigError
 from himga.llm._protocol import (
     ChatMessage,
@@ -59,7 +61,7 @@ def cache_key(
         "settings": dict(settings),
         "messages": [[m["role"], m["content"]] for m in messages],
     }
-    canonical = json.dumps(document, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    canonical = dumps(document, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
 
 
@@ -92,6 +94,17 @@ class CacheSchemaError(LLMConfigError):
 
 # The cache's own tables: a file holding any other table belongs to someone else.
 _TABLES = frozenset({"meta", "replies"})
+# Their columns (name, declared type), as _claim creates them.
+_COLUMNS = {
+    "meta": (("name", "TEXT"), ("value", "TEXT")),
+    "replies": (
+        ("key", "TEXT"),
+        ("text", "TEXT"),
+        ("input_tokens", "INTEGER"),
+        ("output_tokens", "INTEGER"),
+        ("model", "TEXT"),
+    ),
+}
 
 
 class LLMCache:
@@ -123,6 +136,7 @@ class LLMCache:
             self._db.execute(f"PRAGMA busy_timeout={_BUSY_TIMEOUT_MS}")
             version = self._claim()
             if version == str(_SCHEMA_VERSION):
+                self._verify()
                 # Only now that the file is known to be a cache: WAL lets readers
                 # never block the writer, and stays a property of the file.
                 self._db.execute("PRAGMA journal_mode=WAL")
@@ -184,6 +198,35 @@ class LLMCache:
             raise
         return None if row is None else str(row[0])
 
+    def _verify(self) -> None:
+        """:class:`CacheSchemaError` unless the tables have the cache's columns, the file
+        passes SQLite's ``quick_check`` and every row has the types a reply is read
+        with: a damaged or foreign file stops the run before it starts, naming the file,
+        rather than failing each of its LLM calls."""
+        for table, expected in _COLUMNS.items():
+            found = tuple(
+                (name, kind.upper())
+                for _, name, kind, *_ in self._db.execute(f"PRAGMA table_info({table})")
+            )
+            if found != expected:
+                raise self._damaged(f"table {table} has columns {found}, not {expected}")
+        (problem,) = self._db.execute("PRAGMA quick_check(1)").fetchone()
+        if problem != "ok":
+            raise self._damaged(" ".join(str(problem).split()))  # one line
+        (bad,) = self._db.execute(
+            "SELECT COUNT(*) FROM replies WHERE typeof(key) != 'text' "
+            "OR typeof(text) NOT IN ('text', 'blob') OR typeof(model) NOT IN ('text', 'blob') "
+            "OR typeof(input_tokens) != 'integer' OR typeof(output_tokens) != 'integer'"
+        ).fetchone()
+        if bad:
+            raise self._damaged(f"{bad} replies are not (text, tokens, model) as stored")
+
+    def _damaged(self, problem: str) -> CacheSchemaError:
+        return CacheSchemaError(
+            f"{self.path}: damaged or not a himga LLM cache ({problem}); it was left "
+            "unchanged: use another --llm-cache file"
+        )
+
     def __repr__(self) -> str:
         return f"LLMCache({str(self.path)!r})"
 
@@ -204,26 +247,34 @@ class LLMCache:
                 return None
             self._hits += 1
         text, input_tokens, output_tokens, model = row
-        return Completion(text, input_tokens, output_tokens, model)
+        return Completion(_loaded(text), input_tokens, output_tokens, _loaded(model))
 
     def discard(self, key: str) -> None:
         """Remove the entry under ``key`` (if any) and commit."""
         with self._lock:
             self._db.execute("DELETE FROM replies WHERE key = ?", (key,))
 
-    def put(self, key: str, completion: Completion) -> None:
-        """Store ``completion`` under ``key`` and commit; an existing entry is kept."""
+    def put(self, key: str, completion: Completion) -> Completion:
+        """Store ``completion`` under ``key`` and commit; an existing entry is kept.
+
+        Its text is stored redacted (:func:`himga._redact.redact`: API keys of the
+        environment, credentials in URLs and headers), so a key an LLM echoes never
+        persists in the file; the completion as stored is returned, what a later hit
+        gives.
+        """
+        completion = dataclasses.replace(completion, text=redact(completion.text))
         with self._lock:
             self._db.execute(
                 "INSERT OR IGNORE INTO replies VALUES (?, ?, ?, ?, ?)",
                 (
                     key,
-                    completion.text,
+                    _stored(completion.text),
                     completion.input_tokens,
                     completion.output_tokens,
-                    completion.model,
+                    _stored(completion.model),
                 ),
             )
+        return completion
 
     @property
     def stats(self) -> CacheStats:
@@ -235,6 +286,22 @@ class LLMCache:
         """Close the file; the object must not be used afterwards."""
         with self._lock:
             self._db.close()
+
+
+def _stored(text: str) -> str | bytes:
+    """``text`` as the file holds it: itself, or -- when it holds a lone surrogate, which
+    SQLite's UTF-8 text cannot -- its ``surrogatepass`` bytes (a BLOB, never
+    mistaken for text), so such a reply is kept and served like any other."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "surrogatepass")
+    return text
+
+
+def _loaded(value: str | bytes) -> str:
+    """The inverse of :func:`_stored`."""
+    return value.decode("utf-8", "surrogatepass") if isinstance(value, bytes) else value
 
 
 def as_cache(cache: str | os.PathLike[str] | LLMCache) -> LLMCache:
@@ -295,8 +362,7 @@ class CachingClient:
         if hit is not None:
             return hit.text
         text = self.client.chat(messages, max_tokens=max_tokens)
-        self.cache.put(key, Completion(text, 0, 0, self.model))
-        return text
+        return self.cache.put(key, Completion(text, 0, 0, self.model)).text
 
     def forget(self, messages: Sequence[ChatMessage], /, *, max_tokens: int | None = None) -> None:
         """Drop the stored reply to this request: the next identical one is asked again."""
@@ -311,5 +377,4 @@ class CachingClient:
         if hit is not None:
             return hit
         completion = await self.client.achat(messages, max_tokens=max_tokens)
-        self.cache.put(key, completion)
-        return completion
+        return self.cache.put(key, completion)

@@ -22,12 +22,13 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 from urllib.parse import urlsplit, urlunsplit
 
+from himga._json import LONE_SURROGATE
 from himga.llm._cache import CacheStats, LLMCache, as_cache, cache_key
 from himga.llm._errors import LLMConfigError, LLMError
 from himga.llm._protocol import ChatMessage, Completion
 from himga.llm._usage import TokenUsage, UsageCounter
 
-__all__ = ["SDKClient", "check_roles", "public_url"]
+__all__ = ["SDKClient", "check_roles", "public_url", "sendable"]
 
 # Both SDKs wait 0.5 s before the first retry, doubling up to 8 s (minus jitter),
 # unless the server asks for another wait: the deadline allows the former only.
@@ -156,7 +157,7 @@ class SDKClient(ABC):
     def chat(self, messages: Sequence[ChatMessage], /, *, max_tokens: int | None = None) -> str:
         """The reply text to ``messages``, blocking; raises :class:`LLMError` after retries."""
         budget = self._max_tokens(max_tokens)
-        request = self._request(messages, budget)
+        request = self._request(sendable(messages), budget)
         key = self._cache_key(messages, budget)
         if key is not None and (hit := self._cached(key)) is not None:
             return hit.text
@@ -180,7 +181,7 @@ class SDKClient(ABC):
     ) -> Completion:
         """The reply to ``messages`` with its usage; at most ``max_concurrency`` run at once."""
         budget = self._max_tokens(max_tokens)
-        request = self._request(messages, budget)
+        request = self._request(sendable(messages), budget)
         key = self._cache_key(messages, budget)
         if key is not None and (hit := self._cached(key)) is not None:
             return hit
@@ -292,7 +293,8 @@ class SDKClient(ABC):
             raise
         self._usage.add_call(completion.input_tokens, completion.output_tokens)
         if key is not None and self.cache is not None:
-            self.cache.put(key, completion)
+            # What the file keeps (redacted), so a reply now is the reply a hit gives later.
+            return self.cache.put(key, completion)
         return completion
 
     def _failure(self, exc: Exception) -> LLMError:
@@ -374,6 +376,16 @@ def _within(seconds: float, call: Callable[[], Any]) -> Any:
     if failure:
         raise failure[0]
     return outcome[0]
+
+
+def sendable(messages: Sequence[ChatMessage]) -> list[ChatMessage]:
+    """``messages`` with each lone surrogate (from a dataset, or a reply echoed into a
+    judge's prompt) replaced by U+FFFD: no API can be sent one (it is not UTF-8), and
+    the call would fail for ever rather than be answered."""
+    return [
+        ChatMessage(role=message["role"], content=LONE_SURROGATE.sub("\ufffd", message["content"]))
+        for message in messages
+    ]
 
 
 def check_roles(messages: Sequence[ChatMessage], allowed: frozenset[str]) -> None:

@@ -21,6 +21,7 @@ from urllib.parse import urlparse
 from urllib.request import url2pathname
 
 from himga._errors import HimgaError
+from himga._redact import redact_arguments
 from himga.memory._protocol import BaseMemory
 
 __all__ = [
@@ -252,11 +253,14 @@ class MemoryProvenance:
 def memory_provenance(modules: Iterable[str]) -> MemoryProvenance:
     """The provenance of the imported ``modules`` (e.g. a factory's and its class's).
 
-    A module that is not imported, or has no file, contributes only its name.
+    A module that is not imported, or has no file, contributes only its name. Each
+    file is hashed under its path relative to the directory it is imported from
+    (``pkg/sub/mod.py``), never its absolute path: identical code in two clones, on
+    two machines or in a moved checkout has one ``source_sha256``.
     """
     names = sorted(set(modules))
     distribution: Distribution | None = None
-    files: set[Path] = set()
+    files: dict[Path, str] = {}
     digest = hashlib.sha256()
     for name in names:
         # The names are hashed too: a module without a file (``__main__`` of a
@@ -271,12 +275,15 @@ def memory_provenance(modules: Iterable[str]) -> MemoryProvenance:
         if provider is not None and _installed_from_path(provider):
             top = sys.modules.get(name.partition(".")[0], module)
             for directory in getattr(top, "__path__", ()):
-                files.update(Path(directory).rglob("*.py"))
+                root = Path(directory).resolve().parent
+                for path in Path(directory).rglob("*.py"):
+                    files.setdefault(path.resolve(), _relative(path.resolve(), root))
         if module_file:
-            files.add(Path(module_file))
-    ordered = sorted(path.resolve() for path in files)
+            path = Path(module_file).resolve()
+            files.setdefault(path, _import_name(path, name, hasattr(module, "__path__")))
+    ordered = sorted(files, key=files.__getitem__)
     for path in ordered:
-        digest.update(str(path).encode("utf-8") + b"\0")
+        digest.update(files[path].encode("utf-8", "surrogateescape") + b"\0")
         digest.update(path.read_bytes())
     return MemoryProvenance(
         distribution=None if distribution is None else distribution.metadata["Name"],
@@ -284,6 +291,18 @@ def memory_provenance(modules: Iterable[str]) -> MemoryProvenance:
         source_sha256=digest.hexdigest(),
         files=tuple(str(path) for path in ordered),
     )
+
+
+def _relative(path: Path, root: Path) -> str:
+    return path.relative_to(root).as_posix() if path.is_relative_to(root) else path.name
+
+
+def _import_name(path: Path, module: str, package: bool) -> str:
+    """``path`` (the file of ``module``) relative to the directory it is imported from:
+    ``a/b/c.py`` for module ``a.b.c``, ``a/b/__init__.py`` for package ``a.b``."""
+    depth = module.count(".") + (1 if package else 0)
+    parents = path.parents
+    return _relative(path, parents[depth]) if depth < len(parents) else path.name
 
 
 @functools.cache
@@ -356,7 +375,8 @@ class ResolvedMemory:
         try:
             return self.factory()
         except Exception as exc:
-            given = ", ".join(f"{k}={v!r}" for k, v in self.arguments.items())
+            arguments = redact_arguments(self.arguments)
+            given = ", ".join(f"{k}={v!r}" for k, v in arguments.items())
             with_args = f" with {given}" if given else ""
             raise MemoryArgumentError(
                 f"cannot create memory {self.spec!r}{with_args}: {type(exc).__name__}: {exc}"

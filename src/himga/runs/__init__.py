@@ -54,6 +54,7 @@ from himga.runs._rundir import (
     RunDirError,
     RunLockedError,
     RunReadError,
+    guard_output,
 )
 from himga.runs._summary import HEADLINE_METRICS, RunSummary, format_runs, summarize_run
 
@@ -100,6 +101,7 @@ __all__ = [
     "format_leaderboard",
     "format_p_value",
     "format_runs",
+    "guard_output",
     "leaderboard",
     "load_run",
     "merge_runs",

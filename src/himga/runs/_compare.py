@@ -308,6 +308,13 @@ def plot_comparison(comparison: dict[str, Any], file: Path) -> None:
     matplotlib = require("matplotlib", extra="plot", purpose="himga compare --plot")
     matplotlib.use("Agg")
     pyplot = require("matplotlib.pyplot", extra="plot", purpose="himga compare --plot")
+    formats = pyplot.figure().canvas.get_supported_filetypes()
+    pyplot.close("all")
+    if file.suffix.lstrip(".").lower() not in formats:
+        raise CompareError(
+            f"--plot {file}: not a figure format matplotlib writes; end the name in "
+            f"{', '.join('.' + name for name in sorted(formats))}"
+        )
     metrics = comparison["metrics"]
     runs = comparison["runs"]
     groups = list(dict.fromkeys(row["group"] for row in comparison["comparisons"]))

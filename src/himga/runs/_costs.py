@@ -58,12 +58,15 @@ class CallLog:
         """Append to ``path`` from now on, the calls held so far first; a last line
         that an earlier process died writing is removed first (it counts no call)."""
         with self._lock:
-            if path.exists():
-                text = path.read_bytes()
-                if not text.endswith(b"\n"):
-                    with path.open("r+b") as file:
-                        file.truncate(text.rfind(b"\n") + 1)
-            self._file = path.open("a", encoding="utf-8")
+            try:
+                if path.exists():
+                    text = path.read_bytes()
+                    if not text.endswith(b"\n"):
+                        with path.open("r+b") as file:
+                            file.truncate(text.rfind(b"\n") + 1)
+                self._file = path.open("a", encoding="utf-8")
+            except OSError as exc:  # say which file could not be written
+                raise OSError(exc.errno, exc.strerror, str(path)) from exc
             self._path = path
             self._write_held()
 

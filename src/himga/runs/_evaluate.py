@@ -189,7 +189,7 @@ def _dataset_checksum(path: Path) -> str:
     files = [path] if single else sorted(p for p in path.rglob("*") if p.is_file())
     for file in files:
         if not single:
-            digest.update(str(file.relative_to(path)).encode("utf-8") + b"\0")
+            digest.update(str(file.relative_to(path)).encode("utf-8", "surrogateescape") + b"\0")
         with file.open("rb") as handle:
             for block in iter(lambda: handle.read(1 << 20), b""):
                 digest.update(block)
@@ -396,7 +396,7 @@ def _evaluate(
             memory=MemoryInfo(
                 spec=request.memory,
                 target=resolved.target,
-                arguments=dict(resolved.arguments),
+                arguments=identity.memory_arguments,
                 class_name=f"{type(memory).__module__}:{type(memory).__qualname__}",
                 repr=memory_config(memory),
                 distribution=provenance.distribution,
@@ -433,6 +433,7 @@ def _evaluate(
             questions=None
             if subset is None
             else {"file": str(subset.path), "ids": len(subset.ids), "sha256": subset.sha256},
+            history=_history(run_dir, notify) if request.resume else (),
         )
         run_dir.write_manifest(manifest)
     return RunOutcome(out, manifest, metrics, results, resumed, len(keys))
@@ -515,6 +516,29 @@ def _judge_cache(run_dir: RunDir, notify: Callable[[str], None]) -> dict[str, An
         "the other answers are judged again"
     )
     return {**kept, **journal}
+
+
+def _history(run_dir: RunDir, notify: Callable[[str], None]) -> tuple[dict[str, Any], ...]:
+    """The record of every invocation before this resume: the manifest the directory
+    holds (none if the run never finished one), after the history it kept itself. One
+    that cannot be read is said through ``notify`` and not kept."""
+    if not run_dir.file("manifest.json").exists():
+        return ()
+    try:
+        previous = run_dir.read_json("manifest.json")
+    except RunReadError as exc:
+        notify(f"{exc}: the record of the invocations before this resume is not kept")
+        return ()
+    if not isinstance(previous, dict):
+        notify(f"{run_dir.file('manifest.json')}: not an object: its record is not kept")
+        return ()
+    earlier = previous.pop("history", [])
+    kept = (
+        [record for record in earlier if isinstance(record, dict)]
+        if isinstance(earlier, list)
+        else []
+    )
+    return (*kept, previous)
 
 
 def _ray_executor(request: EvalRequest, on_call: Callable[[ProxyCall], None]) -> RayExecutor:

@@ -10,6 +10,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from himga._json import dumps
+
 __all__ = [
     "json_text",
     "leading_entries",
@@ -40,8 +42,15 @@ def replacing(path: Path) -> Iterator[Path]:
 
 
 def write_text_atomic(path: Path, text: str) -> None:
-    """Write ``text`` (UTF-8) to ``path`` through :func:`replacing`, fsync'd before the rename."""
-    with replacing(path) as temporary, temporary.open("w", encoding="utf-8", newline="\n") as file:
+    """Write ``text`` (UTF-8) to ``path`` through :func:`replacing`, fsync'd before the rename.
+
+    A lone surrogate (in a report's path or label; JSON text escapes its own) is written
+    as its ``\\udXXXX`` escape rather than failing the write.
+    """
+    with (
+        replacing(path) as temporary,
+        temporary.open("w", encoding="utf-8", errors="backslashreplace", newline="\n") as file,
+    ):
         file.write(text)
         file.flush()
         os.fsync(file.fileno())
@@ -60,7 +69,7 @@ def save_figure(pyplot: Any, figure: Any, path: Path) -> None:
 
 def json_text(data: Mapping[str, Any]) -> str:
     """The JSON text himga writes for one object: indented, UTF-8 kept, newline-terminated."""
-    return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
+    return dumps(data, indent=2) + "\n"
 
 
 def write_json(path: Path, data: Mapping[str, Any]) -> None:
@@ -70,7 +79,7 @@ def write_json(path: Path, data: Mapping[str, Any]) -> None:
 
 def write_jsonl(path: Path, records: Iterable[Mapping[str, Any]]) -> str:
     """One compact JSON object per line, written atomically; the SHA-256 (hex) of the bytes."""
-    text = "".join(json.dumps(record, ensure_ascii=False) + "\n" for record in records)
+    text = "".join(dumps(record) + "\n" for record in records)
     write_text_atomic(path, text)
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 

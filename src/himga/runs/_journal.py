@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterator, MutableMapping
 from pathlib import Path
 from typing import IO, Any
 
+from himga._json import dumps
 from himga.runs._files import write_json
 
 __all__ = ["JUDGE_JOURNAL", "VerdictJournal", "read_journal"]
@@ -98,7 +99,7 @@ class VerdictJournal(MutableMapping[str, Any]):
         self._entries[key] = verdict
         if self._stream is not None:
             try:
-                self._stream.write(json.dumps([key, verdict], ensure_ascii=False) + "\n")
+                self._stream.write(dumps([key, verdict]) + "\n")
                 self._stream.flush()
             except OSError:
                 self._stop()

@@ -223,7 +223,11 @@ class Manifest:
     written. ``costs`` is ``None`` where they were not counted (a manifest from
     before costs, or from a Ray run of a himga that did not count them there).
     ``results_sha256`` is the SHA-256 of ``results.jsonl`` (``None`` in format 0),
-    so an edited results file is detected when the run is read.
+    so an edited results file is detected when the run is read. ``history`` holds the
+    manifests the run directory held before, oldest first, each as it was written: a
+    resumed run (``--resume``) keeps the record of every invocation before it, while the
+    other fields describe the latest (``resumed``: what it took from the checkpoint).
+    A manifest without the field reads with none.
     """
 
     himga_version: str
@@ -249,6 +253,7 @@ class Manifest:
     #: The fixed question subset (``--questions``): its ``file``, how many ``ids`` and
     #: their ``sha256`` (that of the run identity); ``None`` when every question ran.
     questions: Mapping[str, Any] | None = None
+    history: tuple[Mapping[str, Any], ...] = ()
     format: int = MANIFEST_FORMAT
 
     @property
@@ -281,6 +286,7 @@ class Manifest:
             "results_sha256": self.results_sha256,
             "costs": None if self.costs is None else self.costs.to_dict(),
             "questions": None if self.questions is None else dict(self.questions),
+            "history": [dict(record) for record in self.history],
         }
 
     @classmethod
@@ -296,6 +302,9 @@ class Manifest:
         w = "manifest"
         shard = _get(data, "shard", _OBJECT, w)
         costs = _get(data, "costs", _OBJECT, w) if "costs" in data else None
+        history = _get(data, "history", list, w) if "history" in data else []
+        if not all(isinstance(record, dict) for record in history):
+            raise ManifestError(f"{w}.history: expected a list of objects")
         return cls(
             format=version,
             himga_version=_get(data, "himga_version", str, w),
@@ -319,4 +328,5 @@ class Manifest:
             results_sha256=_get(data, "results_sha256", _STR, w) if version >= 1 else None,
             costs=None if costs is None else CostsInfo.from_dict(costs),
             questions=_get(data, "questions", _OBJECT, w) if "questions" in data else None,
+            history=tuple(history),
         )

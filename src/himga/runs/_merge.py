@@ -53,6 +53,8 @@ PER_RUN_FIELDS = (
     # redoes an interrupted sample's work, costs more than one straight run.
     "costs.phases",
     "costs.models",
+    # Each shard's own earlier invocations are in merge.json.
+    "history",
 )
 
 
@@ -267,6 +269,7 @@ def _write(
             tokens=tokens,
             results_sha256=checksum,
             costs=_summed_costs(every),
+            history=(),
             format=MANIFEST_FORMAT,
         )
         run_dir.write_manifest(manifest)
@@ -281,6 +284,7 @@ def _write(
                 "python": manifests[i].python,
                 "platform": manifests[i].platform,
                 "client_usage": manifests[i].tokens.get("client_usage_this_invocation"),
+                "history": [dict(record) for record in manifests[i].history],
             }
             for i in sorted(manifests)
         ]

@@ -91,6 +91,13 @@ def render_report(run: Run | PartialRun, table: str, figure: str) -> str:
         f"{_count(manifest.get('resumed', 0))} results resumed from a checkpoint. "
         f"Run identity `{manifest.get('run_identity')}`."
     )
+    for number, earlier in enumerate(run.manifest.history, start=1):
+        when += (
+            f" Invocation {number} before it (its manifest is kept in `history`): started "
+            f"{earlier.get('started_at')}, finished {earlier.get('finished_at')} "
+            f"({earlier.get('wall_time_s')} s wall), {_count(earlier.get('resumed', 0))} "
+            "results resumed."
+        )
     usage = tokens.get("client_usage_this_invocation") or {}
     cost = (
         f"Answer tokens: {_count(tokens.get('answer_input', 0))} in, "

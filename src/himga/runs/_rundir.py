@@ -23,7 +23,9 @@ from types import TracebackType
 from typing import IO, Any
 
 from himga._errors import HimgaError
+from himga.eval._aggregate import compute_metrics
 from himga.eval._result import EvalResult
+from himga.eval.judge import JudgeScores
 from himga.runs._files import write_json, write_jsonl
 from himga.runs._journal import JUDGE_JOURNAL
 from himga.runs._manifest import Manifest, ManifestError
@@ -39,6 +41,7 @@ __all__ = [
     "RunDirError",
     "RunLockedError",
     "RunReadError",
+    "guard_output",
 ]
 
 #: Marks a directory as a himga run directory (``--fresh`` deletes only in one).
@@ -104,6 +107,32 @@ class Run:
     def dataset_name(self) -> str:
         """The dataset (benchmark) the run evaluated, e.g. ``locomo``."""
         return self.manifest.dataset.name
+
+    def measured(self) -> dict[str, Any]:
+        """The metrics of the results themselves (``results.jsonl``, which :meth:`RunDir.read`
+        checked against the manifest's SHA-256), as ``compare`` reads them: what
+        ``report`` shows, whatever ``metrics.json`` -- which carries no checksum -- says.
+        :class:`RunReadError` when a result cannot be scored (a category its benchmark
+        does not have)."""
+        described = self.manifest.judge
+        judge = None
+        if described is not None:
+            judge = JudgeScores(
+                self.judge,
+                provider=described.get("provider", ""),
+                model=described.get("model", ""),
+                temperature=described.get("temperature"),
+                prompt_hashes=described.get("prompt_hashes") or {},
+                errors={i: e for i, e in enumerate(self.judge_errors) if e is not None},
+            )
+        try:
+            measured = compute_metrics(self.results, judge)
+        except (ValueError, TypeError, KeyError) as exc:  # a result no metric can score
+            raise RunReadError(
+                f"{self.path / 'results.jsonl'}: its results cannot be scored: {exc}"
+            ) from None
+        normalised: dict[str, Any] = json.loads(json.dumps(measured))  # as metrics.json holds it
+        return normalised
 
 
 def _lock(file: IO[bytes]) -> bool:
@@ -177,6 +206,13 @@ class RunDir:
         return _first_line(self.checkpoint).startswith(b'{"himga_checkpoint"') or (
             '"himga_version"' in _head(self.file("manifest.json"))
         )
+
+    def holds_run(self) -> bool:
+        """Whether the directory holds a run: not empty, and himga's (:meth:`is_himga`)."""
+        try:
+            return self.path.is_dir() and any(self.path.iterdir()) and self.is_himga()
+        except OSError:
+            return False
 
     def claim(self, *, resume: bool = False, fresh: bool = False) -> None:
         """Make the directory this process's run directory, or :class:`RunDirError` saying why not.
@@ -384,6 +420,26 @@ class RunDir:
             error = record.get("judge_error")
             judge_errors.append(None if error is None else str(error))
         return Run(self.path, manifest, metrics, results, judge, tuple(judge_errors))
+
+
+def guard_output(path: Path, *, own: Iterable[Path] = ()) -> None:
+    """:class:`RunDirError` when writing ``path`` (a report, a figure, a cache) would write
+    over a file of a run directory: one its directory already holds, or one named as a
+    run's own files are (:data:`RUN_FILES`, :data:`MARKER`, :data:`LOCK`). ``own``: the
+    paths the command may write there (``himga report``'s own ``report.md``).
+
+    A run directory is evidence: only the command that made it writes its files.
+    """
+    directory = RunDir(path.parent if str(path.parent) else Path("."))
+    if not directory.holds_run():
+        return
+    if path.resolve() in {p.resolve() for p in own}:
+        return
+    if path.exists() or path.name in {*RUN_FILES, MARKER, LOCK}:
+        raise RunDirError(
+            f"{path} is a file of the run directory {directory.path}: himga never writes "
+            "over one; choose a path outside it"
+        )
 
 
 def _items(value: Any) -> list[tuple[str, Any]]:
