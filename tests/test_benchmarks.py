@@ -140,26 +140,6 @@ def test_register_benchmark_refuses_what_is_not_a_benchmark() -> None:
         register_benchmark(ToyQA)  # type: ignore[arg-type]  # the class, not an instance
 
 
-@pytest.mark.parametrize(
-    ("entry_points", "message"),
-    [
-        ("toyqa = tests.no_such_module:benchmarks", "No module named"),
-        ("toyqa = tests.external_benchmark:FILE", "neither a Benchmark nor callable"),
-        ("toyqa = tests.external_benchmark:write_toyqa", "raised"),
-        ("toyqa = tests.external_benchmark:_summary", "raised"),
-        ("clash = tests.external_benchmark:ToyQA", "locomo|toyqa"),
-    ],
-)
-def test_a_broken_registration_is_a_clear_error(
-    site: Path, entry_points: str, message: str
-) -> None:
-    if entry_points.startswith("clash"):
-        entry_points = "a = tests.external_benchmark:ToyQA\nb = tests.external_benchmark:benchmarks"
-    _install(site, entry_points)
-    with pytest.raises(BenchmarkLoadError, match=message):
-        get_benchmark("locomo")
-
-
 def test_unknown_names_list_the_known_benchmarks() -> None:
     with pytest.raises(UnknownDatasetError, match=r"known: (.*, )?locomo, (.*, )?longmemeval_s"):
         get_benchmark("nope")

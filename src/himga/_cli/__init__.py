@@ -7,6 +7,7 @@ import contextlib
 import os
 import sys
 import threading
+import warnings
 from collections.abc import Sequence
 from typing import NoReturn
 
@@ -37,11 +38,25 @@ def main(argv: Sequence[str] | None = None) -> int:
     line: the commands that keep work say what they kept)."""
     try:
         args = parser().parse_args(argv)
-        code: int = args.handler(args)
+        with warnings.catch_warnings():
+            warnings.showwarning = _show_warning
+            code: int = args.handler(args)
     except KeyboardInterrupt:
         print("himga: interrupted (Ctrl-C)", file=sys.stderr)
         return _check.INTERRUPTED
     return code
+
+
+def _show_warning(
+    message: Warning | str,
+    category: type[Warning],
+    filename: str,
+    lineno: int,
+    file: object = None,
+    line: str | None = None,
+) -> None:
+    # One line each (e.g. a broken benchmark plug-in skipped), not Python's two.
+    print(f"himga: {category.__name__}: {message}", file=sys.stderr)
 
 
 def entry_point() -> NoReturn:

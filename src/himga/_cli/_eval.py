@@ -220,6 +220,7 @@ def _usage_error(args: argparse.Namespace) -> str | None:
 
 def run(args: argparse.Namespace) -> int:
     from himga._extras import MissingExtraError
+    from himga.benchmarks import BenchmarkLoadError
     from himga.data import DatasetError, DatasetNotFoundError, UnknownDatasetError
     from himga.eval import CheckpointError
     from himga.llm import LLMConfigError
@@ -240,6 +241,7 @@ def run(args: argparse.Namespace) -> int:
         LLMConfigError,
         MemoryLoadError,
         MissingExtraError,
+        BenchmarkLoadError,
         RunDirError,
         RunReadError,
         UnknownDatasetError,
