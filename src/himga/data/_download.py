@@ -105,7 +105,7 @@ def _fetch(
     try:
         with urllib.request.urlopen(request, timeout=timeout) as response:
             length = response.headers.get("Content-Length")
-            expected = int(length) if length and length.isdigit() else None
+            expected = int(length) if length and length.isascii() and length.isdigit() else None
             with tqdm(
                 total=expected, unit="B", unit_scale=True, desc=label, disable=not show_progress
             ) as bar:

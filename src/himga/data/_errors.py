@@ -16,6 +16,7 @@ __all__ = [
     "DownloadError",
     "DuplicateSessionWarning",
     "EvidenceWarning",
+    "MissingEvidenceWarning",
     "UnknownCategoryWarning",
     "UnknownDatasetError",
     "UnverifiedDownloadWarning",
@@ -98,6 +99,14 @@ class EvidenceWarning(DatasetWarning):
     """
 
     summary = "evidence ids name no turn or session of their sample (kept in evidence)"
+
+
+class MissingEvidenceWarning(DatasetWarning):
+    """A question carries no evidence ids where its benchmark usually gives them (BEAM's
+    ``source_chat_ids``, which its official scripts never read): it is kept, without
+    evidence, so no retrieval metric covers it."""
+
+    summary = "questions carry no evidence ids (kept, without retrieval metrics)"
 
 
 class DuplicateSessionWarning(DatasetWarning):

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import json
 import re
+import warnings
 from collections.abc import Callable, Collection, Iterator, Mapping
 from datetime import datetime
 from pathlib import Path
@@ -31,7 +32,7 @@ from typing import Any
 
 from himga.benchmarks.beam._evidence import flatten_source_ids
 from himga.data._dates import parse_session_date
-from himga.data._errors import DatasetError
+from himga.data._errors import DatasetError, MissingEvidenceWarning
 from himga.data._fields import NESTED_TOO_DEEPLY, checked, kind_of
 from himga.data._stream import iter_json_array
 from himga.data.schema import Message, QAPair, Sample, Session
@@ -86,8 +87,9 @@ def strip_marker(content: str) -> str:
 
 
 def conversation_dirs(tier: Path) -> list[Path]:
-    """The conversation folders of a tier folder: number-named folders, in numeric order."""
-    dirs = [p for p in tier.iterdir() if p.name.isdigit() and p.is_dir()]
+    """The conversation folders of a tier folder: folders named by an ASCII number, in
+    numeric order (``²`` is a digit to ``str.isdigit`` but no number)."""
+    dirs = [p for p in tier.iterdir() if p.name.isascii() and p.name.isdigit() and p.is_dir()]
     return sorted(dirs, key=lambda p: int(p.name))
 
 
@@ -304,9 +306,13 @@ class _Conversation:
         if not isinstance(raw, dict):
             raise error("", f"expected a question object, found {kind_of(raw)}")
         text = checked(error, raw, "question", str, "question")
-        answer_field = next((k for k in _ANSWER_FIELDS if isinstance(raw.get(k), str)), None)
+        # The first gold field present is the gold: one of another type is an error,
+        # not a reason to take the next field as gold.
+        answer_field = next((k for k in _ANSWER_FIELDS if raw.get(k) is not None), None)
         if answer_field is None:
-            raise error("answer", f"missing: none of {', '.join(_ANSWER_FIELDS)} is a string")
+            raise error("answer", f"missing: none of {', '.join(_ANSWER_FIELDS)} is given")
+        if not isinstance(raw[answer_field], str):
+            raise error(answer_field, f"expected str, found {kind_of(raw[answer_field])}")
         rubric = checked(error, raw, "rubric", list, "rubric")
         if not rubric:
             raise error("rubric", "empty: a question is scored on its rubric items")
@@ -314,7 +320,16 @@ class _Conversation:
             if not isinstance(item, str):
                 raise error(f"rubric[{position}]", f"expected str, found {kind_of(item)}")
         evidence: dict[str, None] = {}
-        if question_type != ABSTENTION:
+        if question_type != ABSTENTION and raw.get("source_chat_ids") is None:
+            # The official scripts never read it: the question is kept, without evidence
+            # (no retrieval metric for it), and counted in one warning.
+            warnings.warn(
+                MissingEvidenceWarning(
+                    f"{file}: sample {self.name}: field '{field}.source_chat_ids': missing"
+                ),
+                stacklevel=2,
+            )
+        elif question_type != ABSTENTION:
             sources = checked(error, raw, "source_chat_ids", (list, dict), "source_chat_ids")
             for path, leaf in flatten_source_ids(sources):
                 if isinstance(leaf, bool) or not isinstance(leaf, (int, str)):
@@ -340,9 +355,32 @@ class _Conversation:
         return pair, {k: v for k, v in raw.items() if k not in kept}
 
 
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A JSON object, refusing a key given twice (``json`` would keep the last silently)."""
+    found: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in found:
+            raise _RepeatedKeyError(key)
+        found[key] = value
+    return found
+
+
+class _RepeatedKeyError(ValueError):
+    def __init__(self, key: str) -> None:
+        super().__init__(key)
+        self.key = key
+
+
 def _read_json(file: Path, conversation: str) -> Any:
     try:
-        return json.loads(file.read_bytes().decode("utf-8"))
+        return json.loads(file.read_bytes().decode("utf-8"), object_pairs_hook=_unique_keys)
+    except _RepeatedKeyError as exc:
+        raise DatasetError(
+            file,
+            "given twice in one object (which one is meant cannot be told)",
+            sample=conversation,
+            field=exc.key,
+        ) from None
     except FileNotFoundError:
         raise DatasetError(file, "missing", sample=conversation) from None
     except UnicodeDecodeError as exc:
