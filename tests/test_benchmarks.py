@@ -26,28 +26,13 @@ from himga.llm import ChatMessage, FakeLLMServer
 from himga.memory import BM25Memory
 from tests.data_fixtures import read_run
 from tests.external_benchmark import PROMPT, ToyQA, write_toyqa
+from tests.plugin_support import install_plugin, plugin_site
 from tests.test_eval_support import make_result
-
-
-def _install(site: Path, entry_points: str) -> None:
-    """A minimal installed distribution whose only content is ``entry_points``."""
-    info = site / "toyqa_plugin-1.0.dist-info"
-    info.mkdir(parents=True)
-    (info / "METADATA").write_text(
-        "Metadata-Version: 2.1\nName: toyqa-plugin\nVersion: 1.0\n", encoding="utf-8"
-    )
-    (info / "entry_points.txt").write_text(
-        f"[himga.benchmarks]\n{entry_points}\n", encoding="utf-8"
-    )
 
 
 @pytest.fixture
 def site(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    directory = tmp_path / "site"
-    directory.mkdir()
-    monkeypatch.syspath_prepend(str(directory))
-    monkeypatch.delenv("HIMGA_NO_PLUGINS", raising=False)
-    return directory
+    return plugin_site(tmp_path, monkeypatch)
 
 
 def _responder(messages: list[ChatMessage]) -> str:
@@ -62,7 +47,7 @@ def _responder(messages: list[ChatMessage]) -> str:
 def test_an_entry_point_benchmark_runs_through_eval_and_report(
     site: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    _install(site, "toyqa = tests.external_benchmark:benchmarks")
+    install_plugin(site, "toyqa = tests.external_benchmark:benchmarks")
     data = write_toyqa(tmp_path / "data" / "toyqa" / "toyqa.json")
     monkeypatch.setenv("HIMGA_DATA_DIR", str(tmp_path / "data"))
     assert get_benchmark("toyqa-mini").description == "ToyQA under a second name"

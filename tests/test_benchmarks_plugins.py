@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import subprocess
 import sys
-import textwrap
 import time
 import warnings
 from collections.abc import Iterator
@@ -27,39 +26,12 @@ from himga.benchmarks import (
 from himga.data import Sample, load_dataset, resolve_dataset
 from himga.eval import Metric, available_metrics, get_metric, metrics_of, register_metric
 from tests.external_benchmark import ToyQA, write_toyqa
-
-PLUGIN = "toyqa-plugin"
-
-
-def _install(site: Path, entry_points: str, module: str = "", *, dist: str = PLUGIN) -> None:
-    """A distribution ``dist`` whose entry points are ``entry_points``; ``module`` is
-    written as ``<dist>_mod.py`` beside it (unique per test: not cached in sys.modules)."""
-    info = site / f"{dist.replace('-', '_')}-1.0.dist-info"
-    info.mkdir(parents=True)
-    (info / "METADATA").write_text(
-        f"Metadata-Version: 2.1\nName: {dist}\nVersion: 1.0\n", encoding="utf-8"
-    )
-    (info / "entry_points.txt").write_text(
-        f"[himga.benchmarks]\n{entry_points}\n", encoding="utf-8"
-    )
-    if module:
-        (site / f"{site.parent.name}_{dist.replace('-', '_')}.py").write_text(
-            textwrap.dedent(module), encoding="utf-8"
-        )
-
-
-def _module(site: Path, dist: str = PLUGIN) -> str:
-    return f"{site.parent.name}_{dist.replace('-', '_')}"
+from tests.plugin_support import PLUGIN, install_plugin, plugin_module, plugin_site
 
 
 @pytest.fixture
 def site(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    directory = tmp_path / "site"
-    directory.mkdir()
-    monkeypatch.syspath_prepend(str(directory))
-    monkeypatch.delenv("HIMGA_NO_PLUGINS", raising=False)
-    monkeypatch.setattr(_registry, "_warned", set(), raising=False)
-    return directory
+    return plugin_site(tmp_path, monkeypatch)
 
 
 # -- what the entry points of tests below name --------------------------------------
@@ -152,7 +124,7 @@ def titled_like_r10() -> ToyQA:
 def test_a_broken_plugin_is_named_when_used_and_listed_and_the_rest_works(
     site: Path, value: str, message: str
 ) -> None:
-    _install(site, f"toyqa = {value}")
+    install_plugin(site, f"toyqa = {value}")
     assert get_benchmark("locomo").name == "locomo"  # a built-in: no plug-in is loaded
     with pytest.raises(BenchmarkLoadError, match=message) as used:
         get_benchmark("toyqa")
@@ -170,10 +142,10 @@ def test_a_broken_plugin_is_named_when_used_and_listed_and_the_rest_works(
 
 
 def test_a_plugin_is_imported_only_when_a_name_beyond_the_builtins_is_asked(site: Path) -> None:
-    _install(site, f"toyqa = {_module(site)}:BENCHMARK", "raise RuntimeError('boom')\n")
+    install_plugin(site, f"toyqa = {plugin_module(site)}:BENCHMARK", "raise RuntimeError('boom')\n")
     get_benchmark("beam-100k")
     find_benchmark("longmemeval_s")
-    assert _module(site) not in sys.modules
+    assert plugin_module(site) not in sys.modules
     with (
         pytest.warns(_registry.BenchmarkPluginWarning, match="RuntimeError: boom"),
         pytest.raises(
@@ -184,7 +156,9 @@ def test_a_plugin_is_imported_only_when_a_name_beyond_the_builtins_is_asked(site
 
 
 def test_a_plugin_that_exits_while_imported_is_named(site: Path) -> None:
-    _install(site, f"toyqa = {_module(site)}:BENCHMARK", "import sys\nsys.exit('bye')\n")
+    install_plugin(
+        site, f"toyqa = {plugin_module(site)}:BENCHMARK", "import sys\nsys.exit('bye')\n"
+    )
     with pytest.raises(BenchmarkLoadError, match=r"cannot load .*'toyqa'.*sys\.exit\('bye'\)"):
         get_benchmark("toyqa")
 
@@ -193,7 +167,7 @@ def test_a_plugin_whose_import_hangs_is_given_up_after_the_timeout(
     site: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(_registry, "PLUGIN_LOAD_TIMEOUT", 0.3)
-    _install(site, f"toyqa = {_module(site)}:BENCHMARK", "import time\ntime.sleep(3)\n")
+    install_plugin(site, f"toyqa = {plugin_module(site)}:BENCHMARK", "import time\ntime.sleep(3)\n")
     started = time.monotonic()
     with pytest.raises(BenchmarkLoadError, match=r"did not finish loading within 0\.3 s"):
         get_benchmark("toyqa")
@@ -202,9 +176,9 @@ def test_a_plugin_whose_import_hangs_is_given_up_after_the_timeout(
 
 
 def test_a_name_of_a_builtin_or_claimed_twice_is_refused_naming_both(site: Path) -> None:
-    _install(site, "mine = tests.test_benchmarks_plugins:shadows_locomo")
-    _install(site, "toyqa = tests.external_benchmark:benchmarks", dist="other-plugin")
-    _install(site, "again = tests.external_benchmark:ToyQA", dist="third-plugin")
+    install_plugin(site, "mine = tests.test_benchmarks_plugins:shadows_locomo")
+    install_plugin(site, "toyqa = tests.external_benchmark:benchmarks", dist="other-plugin")
+    install_plugin(site, "again = tests.external_benchmark:ToyQA", dist="third-plugin")
     assert get_benchmark("locomo") is _registry._builtin()["locomo"][0]
     assert get_benchmark("toyqa-ok").name == "toyqa-ok"  # the plug-in's other benchmark
     assert get_benchmark("toyqa-mini").name == "toyqa-mini"
@@ -233,7 +207,7 @@ def test_a_name_of_a_builtin_or_claimed_twice_is_refused_naming_both(site: Path)
 def test_a_plugin_method_that_misbehaves_is_an_error_naming_plugin_and_method(
     site: Path, tmp_path: Path, name: str, message: str
 ) -> None:
-    _install(site, "mis = tests.test_benchmarks_plugins:misbehaving")
+    install_plugin(site, "mis = tests.test_benchmarks_plugins:misbehaving")
     data = write_toyqa(tmp_path / "data" / "toyqa.json")
     with pytest.raises(BenchmarkLoadError, match=rf"entry point 'mis' .* of '{PLUGIN}': {message}"):
         load_dataset(name, path=resolve_dataset(name, path=data.parent).path)
@@ -242,7 +216,7 @@ def test_a_plugin_method_that_misbehaves_is_an_error_naming_plugin_and_method(
 def test_eval_of_a_plugin_whose_load_exits_is_one_line_naming_it(
     site: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    _install(site, "mis = tests.test_benchmarks_plugins:misbehaving")
+    install_plugin(site, "mis = tests.test_benchmarks_plugins:misbehaving")
     data = write_toyqa(tmp_path / "toyqa.json")
     argv = ["eval", "--dataset", "load-exits", "--data-path", str(data), "--no-preflight"]
     assert main([*argv, "--out", str(tmp_path / "run"), "--no-progress"]) == 2
@@ -255,7 +229,7 @@ def test_eval_of_a_plugin_whose_load_exits_is_one_line_naming_it(
 def test_version_loads_no_plugin(site: Path, tmp_path: Path) -> None:
     marker = tmp_path / "imported"
     module = f"open({str(marker)!r}, 'w').close()\nimport time\ntime.sleep(60)\n"
-    _install(site, f"toyqa = {_module(site)}:BENCHMARK", module)
+    install_plugin(site, f"toyqa = {plugin_module(site)}:BENCHMARK", module)
     done = subprocess.run(
         [sys.executable, "-m", "himga", "--version"],
         env={"PYTHONPATH": str(site), "PATH": ""},
@@ -272,7 +246,7 @@ def test_version_loads_no_plugin(site: Path, tmp_path: Path) -> None:
 def test_datasets_lists_the_rest_and_names_the_broken_plugin_in_one_line(
     site: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    _install(site, "toyqa = tests.test_benchmarks_plugins:returns_42")
+    install_plugin(site, "toyqa = tests.test_benchmarks_plugins:returns_42")
     assert main(["datasets", "--no-stats", "locomo"]) == 0
     (err,) = capsys.readouterr().err.strip().splitlines()
     assert err.startswith(
@@ -287,7 +261,7 @@ def test_a_metric_titled_like_another_or_of_an_unknown_kind_is_refused(site: Pat
         Metric("mine", "mine", "recall", _score)  # type: ignore[arg-type]
     with pytest.raises(ValueError, match=r"titled 'r@10' like metric 'recall@10'"):
         register_metric(LIKE_R10)
-    _install(site, "toyqa = tests.test_benchmarks_plugins:titled_like_r10")
+    install_plugin(site, "toyqa = tests.test_benchmarks_plugins:titled_like_r10")
     with pytest.raises(BenchmarkLoadError, match=r"'toyqa-r10': metric 'my_recall' .* 'recall@10'"):
         metrics_of("toyqa-r10")
     with pytest.warns(_registry.BenchmarkPluginWarning, match="my_recall"):

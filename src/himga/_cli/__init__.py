@@ -13,6 +13,7 @@ from typing import NoReturn
 
 import himga
 from himga._cli import _check, _compare, _datasets, _eval, _fake_llm, _memories, _merge, _report
+from himga._cli._warnings import one_line_warnings
 
 __all__ = ["entry_point", "main", "parser"]
 
@@ -39,24 +40,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         args = parser().parse_args(argv)
         with warnings.catch_warnings():
-            warnings.showwarning = _show_warning
+            # One line each (e.g. a broken benchmark plug-in skipped), not Python's two.
+            warnings.showwarning = one_line_warnings("himga")
             code: int = args.handler(args)
     except KeyboardInterrupt:
         print("himga: interrupted (Ctrl-C)", file=sys.stderr)
         return _check.INTERRUPTED
     return code
-
-
-def _show_warning(
-    message: Warning | str,
-    category: type[Warning],
-    filename: str,
-    lineno: int,
-    file: object = None,
-    line: str | None = None,
-) -> None:
-    # One line each (e.g. a broken benchmark plug-in skipped), not Python's two.
-    print(f"himga: {category.__name__}: {message}", file=sys.stderr)
 
 
 def entry_point() -> NoReturn:

@@ -15,6 +15,7 @@ from typing import Any
 
 from himga._cli._check import INTERRUPTED
 from himga._cli._options import memory_timeout
+from himga._cli._warnings import one_line_warnings
 from himga.eval import format_table
 from himga.eval._memory_calls import DEFAULT_MEMORY_TIMEOUT
 from himga.eval._redact import redact
@@ -248,7 +249,7 @@ def run(args: argparse.Namespace) -> int:
     )
     with warnings.catch_warnings():
         # Dataset repairs (e.g. an evidence id naming no turn) as one line each.
-        warnings.showwarning = _show_warning
+        warnings.showwarning = one_line_warnings("himga eval")
         try:
             return _evaluate(args, args.out)
         except KeyboardInterrupt:
@@ -291,17 +292,6 @@ def _kept(out: Path, *, given: bool) -> str:
         f"{run_dir.finished()} finished questions are kept in {run_dir.checkpoint}; "
         f"to go on, rerun the same command with {again}"
     )
-
-
-def _show_warning(
-    message: Warning | str,
-    category: type[Warning],
-    filename: str,
-    lineno: int,
-    file: Any = None,
-    line: str | None = None,
-) -> None:
-    print(f"himga eval: {category.__name__}: {message}", file=sys.stderr)
 
 
 def _evaluate(args: argparse.Namespace, out: Path) -> int:
