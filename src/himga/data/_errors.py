@@ -116,9 +116,11 @@ class DuplicateSessionWarning(DatasetWarning):
 
 
 class UnknownCategoryWarning(DatasetWarning):
-    """A LongMemEval ``question_type`` himga does not know; kept as category ``"unknown"``."""
+    """A question's category field (LongMemEval's ``question_type``, LoCoMo-Plus's
+    ``relation_type``) is one himga does not know, or missing where the official
+    scripts never read it; the question is kept as category ``"unknown"``."""
 
-    summary = "questions have an unknown question_type (kept as category 'unknown')"
+    summary = "questions have an unknown or missing category (kept as category 'unknown')"
 
 
 class UnverifiedDownloadWarning(DatasetWarning):
