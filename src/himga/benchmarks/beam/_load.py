@@ -33,7 +33,14 @@ from typing import Any
 from himga.benchmarks.beam._evidence import flatten_source_ids
 from himga.data._dates import parse_session_date
 from himga.data._errors import DatasetError, MissingEvidenceWarning
-from himga.data._fields import NESTED_TOO_DEEPLY, checked, kind_of
+from himga.data._fields import (
+    NESTED_TOO_DEEPLY,
+    REPEATED_KEY,
+    RepeatedKeyError,
+    checked,
+    kind_of,
+    unique_keys,
+)
 from himga.data._stream import iter_json_array
 from himga.data.schema import Message, QAPair, Sample, Session
 
@@ -355,32 +362,11 @@ class _Conversation:
         return pair, {k: v for k, v in raw.items() if k not in kept}
 
 
-def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    """A JSON object, refusing a key given twice (``json`` would keep the last silently)."""
-    found: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in found:
-            raise _RepeatedKeyError(key)
-        found[key] = value
-    return found
-
-
-class _RepeatedKeyError(ValueError):
-    def __init__(self, key: str) -> None:
-        super().__init__(key)
-        self.key = key
-
-
 def _read_json(file: Path, conversation: str) -> Any:
     try:
-        return json.loads(file.read_bytes().decode("utf-8"), object_pairs_hook=_unique_keys)
-    except _RepeatedKeyError as exc:
-        raise DatasetError(
-            file,
-            "given twice in one object (which one is meant cannot be told)",
-            sample=conversation,
-            field=exc.key,
-        ) from None
+        return json.loads(file.read_bytes().decode("utf-8"), object_pairs_hook=unique_keys)
+    except RepeatedKeyError as exc:
+        raise DatasetError(file, REPEATED_KEY, sample=conversation, field=exc.key) from None
     except FileNotFoundError:
         raise DatasetError(file, "missing", sample=conversation) from None
     except UnicodeDecodeError as exc:
