@@ -267,3 +267,20 @@ def test_a_metric_titled_like_another_or_of_an_unknown_kind_is_refused(site: Pat
     with pytest.warns(_registry.BenchmarkPluginWarning, match="my_recall"):
         assert "my_recall" not in available_metrics()
     assert get_metric("R@10").name == "recall@10"
+
+
+def not_a_metric() -> ToyQA:
+    return ToyQA(name="toyqa-bad-metric", metrics=("recall",))  # type: ignore[arg-type]
+
+
+def test_eval_of_a_benchmark_whose_metrics_are_refused_stops_before_it_starts(
+    site: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    install_plugin(site, "toyqa = tests.test_benchmarks_plugins:not_a_metric")
+    data = write_toyqa(tmp_path / "toyqa.json")
+    out = tmp_path / "run"
+    argv = ["eval", "--dataset", "toyqa-bad-metric", "--data-path", str(data), "--no-preflight"]
+    assert main([*argv, "--out", str(out), "--no-progress"]) == 2
+    (err,) = capsys.readouterr().err.strip().splitlines()
+    assert "benchmark 'toyqa-bad-metric': metric 'recall' is not a Metric or RunMetric" in err
+    assert not out.exists()  # nothing run, nothing written

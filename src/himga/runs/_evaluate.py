@@ -28,6 +28,7 @@ from himga.eval import (
     Shard,
     batch_judge,
     compute_metrics,
+    metrics_of,
     redact,
     run_eval,
 )
@@ -261,6 +262,8 @@ def _evaluate(
     llm = agent.llm
     memory = agent.memory
     judging = llm is not None and request.judge is not False
+    # A plug-in benchmark's refused metrics fail the run now, not once it is all answered.
+    metrics_of(request.dataset)
     resolution = resolve_dataset(request.dataset, path=request.data_path)
     dataset_sha256 = _dataset_checksum(resolution.path)
     samples = load_dataset(request.dataset, path=resolution.path, limit=request.limit)
