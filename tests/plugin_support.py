@@ -14,13 +14,14 @@ PLUGIN = "toyqa-plugin"
 
 
 def plugin_site(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A fresh directory on ``sys.path`` for :func:`install_plugin`, plug-ins enabled and
-    no broken plug-in said yet."""
+    """A fresh directory on ``sys.path`` for :func:`install_plugin`, plug-ins enabled,
+    no broken plug-in said yet, and registrations kept to the test."""
     directory = tmp_path / "site"
     directory.mkdir()
     monkeypatch.syspath_prepend(str(directory))
     monkeypatch.delenv("HIMGA_NO_PLUGINS", raising=False)
     monkeypatch.setattr(_registry, "_warned", set(), raising=False)
+    monkeypatch.setattr(_registry, "_registered", {})  # a plug-in's registration stays here
     return directory
 
 

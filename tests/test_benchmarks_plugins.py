@@ -11,11 +11,13 @@ import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from threading import Thread
 
 import pytest
 
 from himga._cli import main
 from himga.benchmarks import (
+    Benchmark,
     BenchmarkLoadError,
     UnknownDatasetError,
     _registry,
@@ -284,3 +286,25 @@ def test_eval_of_a_benchmark_whose_metrics_are_refused_stops_before_it_starts(
     (err,) = capsys.readouterr().err.strip().splitlines()
     assert "benchmark 'toyqa-bad-metric': metric 'recall' is not a Metric or RunMetric" in err
     assert not out.exists()  # nothing run, nothing written
+
+
+DERIVING = """
+from dataclasses import replace
+from himga.benchmarks import get_benchmark, register_benchmark
+from tests.external_benchmark import ToyQA
+
+BASE = get_benchmark("locomo")  # a plug-in derived from a built-in
+DERIVED = replace(ToyQA(), name="locomo-derived", categories=BASE.categories)
+register_benchmark(ToyQA(name="self-registered"))
+"""
+
+
+def test_a_plugin_may_look_up_and_register_benchmarks_while_it_loads(site: Path) -> None:
+    install_plugin(site, f"derived = {plugin_module(site)}:DERIVED", DERIVING)
+    found: list[Benchmark] = []
+    # On a thread: a registry that waits on itself would hang the test, not fail it.
+    looking = Thread(target=lambda: found.append(get_benchmark("locomo-derived")), daemon=True)
+    looking.start()
+    looking.join(10)
+    assert [benchmark.name for benchmark in found] == ["locomo-derived"]
+    assert get_benchmark("self-registered").name == "self-registered"

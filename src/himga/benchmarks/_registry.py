@@ -266,6 +266,7 @@ def _isolated(entry_point: EntryPoint, origin: str) -> list[_Plugin]:
     outcome: list[list[_Plugin] | BaseException] = []
 
     def load() -> None:
+        _loading.active = True
         try:
             outcome.append([_checked(made, origin) for made in _import(entry_point, origin)])
         except BaseException as exc:  # handed to the caller's thread
@@ -343,7 +344,17 @@ def _plugins(builtins: dict[str, tuple[Benchmark, str]]) -> _Found:
     return _Found(found, broken)
 
 
+class _Loading(threading.local):
+    """Set on the thread that loads a plug-in."""
+
+    active = False
+
+
+# _lock is held while a cache is filled, plug-ins included; _registered has its own,
+# so a plug-in registering a benchmark while it loads does not wait for its loader.
 _lock = threading.Lock()
+_registered_lock = threading.Lock()
+_loading = _Loading()
 _registered: dict[str, Benchmark] = {}
 _builtin_cache: dict[str, tuple[Benchmark, str]] | None = None
 # The plug-ins found, with the sys.path they were found under: a distribution put on
@@ -354,6 +365,8 @@ _warned: set[str] = set()
 
 def _builtin() -> dict[str, tuple[Benchmark, str]]:
     global _builtin_cache
+    if _builtin_cache is not None:  # filled before any plug-in loads
+        return _builtin_cache
     with _lock:
         if _builtin_cache is None:
             _builtin_cache = _builtins()
@@ -362,7 +375,9 @@ def _builtin() -> dict[str, tuple[Benchmark, str]]:
 
 def _third_party() -> _Found:
     global _plugin_cache
-    if os.environ.get("HIMGA_NO_PLUGINS", "") not in ("", "0"):
+    if os.environ.get("HIMGA_NO_PLUGINS", "") not in ("", "0") or _loading.active:
+        # A plug-in looking benchmarks up while it loads (to derive one from a built-in)
+        # sees the built-ins and the registered ones, not the plug-ins being loaded.
         return _Found({}, {})
     builtins = _builtin()
     key = tuple(sys.path)
@@ -416,7 +431,7 @@ def register_benchmark(benchmark: Benchmark, *, replace: bool = False) -> None:
         raise BenchmarkLoadError(
             f"benchmark name {benchmark.name!r} is already registered; pass replace=True"
         )
-    with _lock:
+    with _registered_lock:
         _registered[benchmark.name] = benchmark
 
 
