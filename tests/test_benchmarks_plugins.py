@@ -19,6 +19,7 @@ from himga._cli import main
 from himga.benchmarks import (
     Benchmark,
     BenchmarkLoadError,
+    BenchmarkPluginWarning,
     UnknownDatasetError,
     _registry,
     benchmarks,
@@ -133,7 +134,7 @@ def test_a_broken_plugin_is_named_when_used_and_listed_and_the_rest_works(
     assert "'toyqa'" in str(used.value)
     assert PLUGIN in str(used.value)
     assert "\n" not in str(used.value)
-    with pytest.warns(_registry.BenchmarkPluginWarning, match=message):
+    with pytest.warns(BenchmarkPluginWarning, match=message):
         listed = benchmarks()
     assert "locomo" in listed
     assert "toyqa" not in listed
@@ -149,7 +150,7 @@ def test_a_plugin_is_imported_only_when_a_name_beyond_the_builtins_is_asked(site
     find_benchmark("longmemeval_s")
     assert plugin_module(site) not in sys.modules
     with (
-        pytest.warns(_registry.BenchmarkPluginWarning, match="RuntimeError: boom"),
+        pytest.warns(BenchmarkPluginWarning, match="RuntimeError: boom"),
         pytest.raises(
             UnknownDatasetError, match=r"known: .*locomo.*broken plug-ins skipped: 'toyqa'"
         ),
@@ -184,7 +185,7 @@ def test_a_name_of_a_builtin_or_claimed_twice_is_refused_naming_both(site: Path)
     assert get_benchmark("locomo") is _registry._builtin()["locomo"][0]
     assert get_benchmark("toyqa-ok").name == "toyqa-ok"  # the plug-in's other benchmark
     assert get_benchmark("toyqa-mini").name == "toyqa-mini"
-    with pytest.warns(_registry.BenchmarkPluginWarning) as listed:
+    with pytest.warns(BenchmarkPluginWarning) as listed:
         benchmarks()
     said = [str(w.message) for w in listed]
     assert any("'mine'" in line and "'locomo' is refused: it is himga's built-in" in line
@@ -266,7 +267,7 @@ def test_a_metric_titled_like_another_or_of_an_unknown_kind_is_refused(site: Pat
     install_plugin(site, "toyqa = tests.test_benchmarks_plugins:titled_like_r10")
     with pytest.raises(BenchmarkLoadError, match=r"'toyqa-r10': metric 'my_recall' .* 'recall@10'"):
         metrics_of("toyqa-r10")
-    with pytest.warns(_registry.BenchmarkPluginWarning, match="my_recall"):
+    with pytest.warns(BenchmarkPluginWarning, match="my_recall"):
         assert "my_recall" not in available_metrics()
     assert get_metric("R@10").name == "recall@10"
 

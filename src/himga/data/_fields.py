@@ -7,6 +7,7 @@ from collections.abc import Callable, Mapping
 from os import PathLike
 from typing import Any
 
+from himga._errors import HimgaError
 from himga.data._errors import DatasetError
 
 __all__ = [
@@ -27,7 +28,7 @@ NESTED_TOO_DEEPLY = "invalid JSON: nested too deeply to read (deeper than Python
 REPEATED_KEY = "given twice in one object (which one is meant cannot be told)"
 
 
-class RepeatedKeyError(ValueError):
+class RepeatedKeyError(HimgaError, ValueError):
     """A JSON object gives ``key`` twice (raised by :func:`unique_keys`)."""
 
     def __init__(self, key: str) -> None:
