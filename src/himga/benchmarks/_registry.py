@@ -387,13 +387,19 @@ def _third_party() -> _Found:
         return _plugin_cache[1]
 
 
+def warn_skipped(line: str) -> None:
+    """Warn that a broken plug-in (or a benchmark's refused part) is skipped, once per
+    process: :class:`BenchmarkPluginWarning` ``"skipped: <line>"``."""
+    if line not in _warned:
+        _warned.add(line)
+        warnings.warn(BenchmarkPluginWarning(f"skipped: {line}"), stacklevel=3)
+
+
 def _all() -> dict[str, Benchmark]:
     """Every benchmark, the broken plug-ins warned (once each)."""
     plugins = _third_party()
     for line in plugins.broken.values():
-        if line not in _warned:
-            _warned.add(line)
-            warnings.warn(BenchmarkPluginWarning(f"skipped: {line}"), stacklevel=3)
+        warn_skipped(line)
     merged = {name: benchmark for name, (benchmark, _) in _builtin().items()}
     merged.update((name, benchmark) for name, (benchmark, _) in plugins.benchmarks.items())
     merged.update(_registered)
@@ -462,9 +468,7 @@ def find_benchmark(dataset: str) -> Benchmark | None:
         try:
             found = _lookup(name)
         except BenchmarkLoadError as exc:
-            if str(exc) not in _warned:
-                _warned.add(str(exc))
-                warnings.warn(BenchmarkPluginWarning(f"skipped: {exc}"), stacklevel=2)
+            warn_skipped(str(exc))
             return None
         if found is not None:
             return found

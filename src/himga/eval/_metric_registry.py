@@ -10,17 +10,11 @@ metrics (LongMemEval's ``longmemeval_retrieval``).
 from __future__ import annotations
 
 import threading
-import warnings
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 
 from himga._errors import HimgaError
 from himga.benchmarks._protocol import Benchmark
-from himga.benchmarks._registry import (
-    BenchmarkLoadError,
-    BenchmarkPluginWarning,
-    benchmarks,
-    find_benchmark,
-)
+from himga.benchmarks._registry import BenchmarkLoadError, benchmarks, find_benchmark, warn_skipped
 from himga.eval._metric import Metric, MetricNeed, RunMetric
 from himga.eval._ranking import (
     RANK_KS,
@@ -244,7 +238,7 @@ def available_metrics() -> dict[str, Metric]:
         try:
             own = _own(benchmark)
         except BenchmarkLoadError as exc:
-            warnings.warn(BenchmarkPluginWarning(f"skipped: {exc}"), stacklevel=2)
+            warn_skipped(str(exc))
             continue
         for metric in own:
             if isinstance(metric, Metric):
