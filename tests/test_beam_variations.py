@@ -13,7 +13,7 @@ import pytest
 from himga._cli import main
 from himga.benchmarks import get_benchmark
 from himga.benchmarks.beam import iter_beam
-from himga.data import DatasetError, MissingEvidenceWarning, load_dataset
+from himga.data import DatasetError, MissingEvidenceWarning, MissingIdWarning, load_dataset
 from tests.test_beam_load import _chat, _questions, _write
 
 
@@ -89,3 +89,24 @@ def test_a_turn_index_that_is_a_non_ascii_digit_counts_no_turn() -> None:
     from himga.benchmarks.longmemeval._retrieval import _turns_named
 
     assert _turns_named(["s1:²", "s1:2"], ["s1:0"], {"s1"}) == 3
+
+
+def test_batches_and_messages_without_ids_are_numbered_by_position_said_once(
+    tmp_path: Path,
+) -> None:
+    # The official scripts number batches and messages by position and never read
+    # batch_number or a message's id; a source_chat_ids entry can still name the others.
+    chat = _chat()
+    del chat[1]["batch_number"]
+    del chat[1]["turns"][0][1]["id"]  # "Noted": id 5, named by no question
+    _write(tmp_path, 1, chat, _questions())
+    with pytest.warns(MissingIdWarning) as caught:
+        (sample,) = load_dataset("beam-100k", path=tmp_path)
+    assert len(caught) == 1
+    assert "2 batches or messages have no id" in str(caught[0].message)
+    details = caught[0].message.details  # type: ignore[union-attr]
+    assert "field '[1].batch_number': missing; numbered 2 by its position" in details[0]
+    assert "field '[1].turns[0][1].id': missing; turn id 'batch-2/turns[0][1]'" in details[1]
+    assert [s.session_id for s in sample.sessions] == ["batch-1", "batch-2"]
+    assert [m.turn_id for m in sample.sessions[1].messages] == ["4", "batch-2/turns[0][1]"]
+    assert len(sample.qa_pairs) == 4

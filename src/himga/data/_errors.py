@@ -17,6 +17,7 @@ __all__ = [
     "DuplicateSessionWarning",
     "EvidenceWarning",
     "MissingEvidenceWarning",
+    "MissingIdWarning",
     "UnknownCategoryWarning",
     "UnknownDatasetError",
     "UnverifiedDownloadWarning",
@@ -107,6 +108,14 @@ class MissingEvidenceWarning(DatasetWarning):
     evidence, so no retrieval metric covers it."""
 
     summary = "questions carry no evidence ids (kept, without retrieval metrics)"
+
+
+class MissingIdWarning(DatasetWarning):
+    """A BEAM batch or message without the ``batch_number`` / ``id`` its official scripts
+    never read (they number batches and messages by position): it is kept, numbered by
+    its position, so no ``source_chat_ids`` can name such a message."""
+
+    summary = "batches or messages have no id (numbered by their position)"
 
 
 class DuplicateSessionWarning(DatasetWarning):
