@@ -88,13 +88,16 @@ class Misbehaving(ToyQA):
             return iter([42])  # type: ignore[list-item]
         if self.how == "load returns None":
             return None  # type: ignore[return-value]
+        if self.how == "load yields nothing":
+            return iter(())
         return super().load(path, wanted)
 
 
 def misbehaving() -> list[Misbehaving]:
     hows = ("locate raises", "locate returns a str", "load exits", "load yields 42")
     return [
-        Misbehaving(name=how.replace(" ", "-"), how=how) for how in (*hows, "load returns None")
+        Misbehaving(name=how.replace(" ", "-"), how=how)
+        for how in (*hows, "load returns None", "load yields nothing")
     ]
 
 
@@ -205,6 +208,7 @@ def test_a_name_of_a_builtin_or_claimed_twice_is_refused_naming_both(site: Path)
         ("load-exits", r"load called sys\.exit\(4\)"),
         ("load-yields-42", r"load yielded 42, not a Sample"),
         ("load-returns-None", r"load returned None, not an iterator of Samples"),
+        ("load-yields-nothing", r"load yielded no sample from .*toyqa\.json"),
     ],
 )
 def test_a_plugin_method_that_misbehaves_is_an_error_naming_plugin_and_method(

@@ -149,10 +149,15 @@ class _Plugin:
         if isinstance(made, (str, bytes)) or not isinstance(made, Iterable):
             raise self._wrong("load", made, "an iterator of Samples")
         samples = iter(made)
+        count = 0
         while True:
             sample: object = self._call("load", lambda: next(samples, _END))
             if sample is _END:
+                if count == 0 and wanted != frozenset():
+                    # A run over nothing would "succeed" with no question at all.
+                    raise BenchmarkLoadError(f"{self.origin}: load yielded no sample from {path}")
                 return
+            count += 1
             if not isinstance(sample, schema.Sample):
                 raise BenchmarkLoadError(
                     f"{self.origin}: load yielded {_one_line(repr(sample))[:80]}, not a Sample"
