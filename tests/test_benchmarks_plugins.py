@@ -8,7 +8,7 @@ import subprocess
 import sys
 import time
 import warnings
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from threading import Thread
@@ -20,6 +20,7 @@ from himga.benchmarks import (
     Benchmark,
     BenchmarkLoadError,
     BenchmarkPluginWarning,
+    JudgeRequest,
     UnknownDatasetError,
     _registry,
     benchmarks,
@@ -27,8 +28,17 @@ from himga.benchmarks import (
     get_benchmark,
 )
 from himga.data import Sample, load_dataset, resolve_dataset
-from himga.eval import Metric, available_metrics, get_metric, metrics_of, register_metric
-from tests.external_benchmark import ToyQA, write_toyqa
+from himga.eval import (
+    EvalResult,
+    Metric,
+    available_metrics,
+    get_metric,
+    metrics_of,
+    register_metric,
+)
+from himga.llm import FakeLLMServer
+from tests.data_fixtures import read_run
+from tests.external_benchmark import ToyJudge, ToyQA, write_toyqa
 from tests.plugin_support import PLUGIN, install_plugin, plugin_module, plugin_site
 
 
@@ -313,3 +323,34 @@ def test_a_plugin_may_look_up_and_register_benchmarks_while_it_loads(site: Path)
     looking.join(10)
     assert [benchmark.name for benchmark in found] == ["locomo-derived"]
     assert get_benchmark("self-registered").name == "self-registered"
+
+
+class BrokenJudge(ToyJudge):
+    """A plug-in judge that fails on every question."""
+
+    def requests(self, result: EvalResult) -> Sequence[JudgeRequest]:
+        raise KeyError("rubric")
+
+
+def broken_judge() -> ToyQA:
+    return ToyQA(name="toyqa-broken-judge", judge=BrokenJudge())
+
+
+def test_a_plugin_judge_that_raises_fails_its_questions_not_the_run(
+    site: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    install_plugin(site, "toyqa = tests.test_benchmarks_plugins:broken_judge")
+    data = write_toyqa(tmp_path / "toyqa.json")
+    out = tmp_path / "run"
+    argv = ["eval", "--dataset", "toyqa-broken-judge", "--data-path", str(data), "--no-preflight"]
+    with FakeLLMServer(responder=lambda messages: "Paris") as server:
+        monkeypatch.setenv("OPENAI_BASE_URL", server.openai_base_url)
+        monkeypatch.setenv("OPENAI_API_KEY", "test-key")
+        llm = ["--llm", "openai", "--model", "fake"]
+        assert main([*argv, *llm, "--out", str(out), "--no-progress"]) == 3  # incomplete
+    results, _, _ = read_run(out)
+    assert len(results) == 4
+    assert all(
+        r["judge_error"] == "judge of 'toyqa-broken-judge' failed: KeyError: 'rubric'"
+        for r in results
+    )

@@ -18,10 +18,14 @@ isolation, so a broken plug-in never breaks himga or another plug-in:
   kept) are refused the same way, naming both sources;
 * a plug-in benchmark's ``locate``, ``download``, ``guidance`` and ``load`` that
   raise anything but a :class:`~himga._errors.HimgaError` (e.g. ``DatasetError``),
-  call ``sys.exit`` or return the wrong type raise :class:`BenchmarkLoadError`
-  naming the plug-in and the method. What cannot be bounded: a method that hangs
-  (reading a large dataset legitimately takes long; Ctrl-C stops it) and
-  ``os._exit``.
+  call ``sys.exit`` or return the wrong type (a ``load`` that yields no sample at
+  all included) raise :class:`BenchmarkLoadError` naming the plug-in and the
+  method. What cannot be bounded: a method that hangs (reading a large dataset
+  legitimately takes long; Ctrl-C stops it) and ``os._exit``;
+* a plug-in may look up the built-ins, or register a benchmark, while it loads.
+
+A judge's failures are its questions' (:func:`himga.eval.batch_judge`); metrics are
+checked by the metric registry (:mod:`himga.eval`).
 
 Entry points are found again when ``sys.path`` changes; as for memories,
 ``HIMGA_NO_PLUGINS=1`` keeps only himga's own. Like :mod:`._protocol`, this module
