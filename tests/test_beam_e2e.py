@@ -128,5 +128,5 @@ def test_datasets_path_takes_a_checkout_or_a_tier_folder(
     assert f"resolves to {checkout / 'chats' / '100K'} (from path)" in out
     assert "samples 10 | sessions 39 | turns 2,362 | questions 200" in out
     # The 500K tier is not in it, and a 100K folder is never taken for another tier.
-    main(["datasets", "beam-500k", "--path", str(given)])
-    assert f"{given} holds no copy of 'beam-500k'" in capsys.readouterr().out
+    assert main(["datasets", "beam-500k", "--path", str(given)]) == 2
+    assert f"{given} holds no copy of 'beam-500k'" in capsys.readouterr().err

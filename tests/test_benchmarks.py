@@ -26,28 +26,13 @@ from himga.llm import ChatMessage, FakeLLMServer
 from himga.memory import BM25Memory
 from tests.data_fixtures import read_run
 from tests.external_benchmark import PROMPT, ToyQA, write_toyqa
+from tests.plugin_support import install_plugin, plugin_site
 from tests.test_eval_support import make_result
-
-
-def _install(site: Path, entry_points: str) -> None:
-    """A minimal installed distribution whose only content is ``entry_points``."""
-    info = site / "toyqa_plugin-1.0.dist-info"
-    info.mkdir(parents=True)
-    (info / "METADATA").write_text(
-        "Metadata-Version: 2.1\nName: toyqa-plugin\nVersion: 1.0\n", encoding="utf-8"
-    )
-    (info / "entry_points.txt").write_text(
-        f"[himga.benchmarks]\n{entry_points}\n", encoding="utf-8"
-    )
 
 
 @pytest.fixture
 def site(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    directory = tmp_path / "site"
-    directory.mkdir()
-    monkeypatch.syspath_prepend(str(directory))
-    monkeypatch.delenv("HIMGA_NO_PLUGINS", raising=False)
-    return directory
+    return plugin_site(tmp_path, monkeypatch)
 
 
 def _responder(messages: list[ChatMessage]) -> str:
@@ -62,7 +47,7 @@ def _responder(messages: list[ChatMessage]) -> str:
 def test_an_entry_point_benchmark_runs_through_eval_and_report(
     site: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    _install(site, "toyqa = tests.external_benchmark:benchmarks")
+    install_plugin(site, "toyqa = tests.external_benchmark:benchmarks")
     data = write_toyqa(tmp_path / "data" / "toyqa" / "toyqa.json")
     monkeypatch.setenv("HIMGA_DATA_DIR", str(tmp_path / "data"))
     assert get_benchmark("toyqa-mini").description == "ToyQA under a second name"
@@ -138,26 +123,6 @@ def test_register_benchmark_refuses_what_is_not_a_benchmark() -> None:
         register_benchmark(object())  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="not a Benchmark"):
         register_benchmark(ToyQA)  # type: ignore[arg-type]  # the class, not an instance
-
-
-@pytest.mark.parametrize(
-    ("entry_points", "message"),
-    [
-        ("toyqa = tests.no_such_module:benchmarks", "No module named"),
-        ("toyqa = tests.external_benchmark:FILE", "neither a Benchmark nor callable"),
-        ("toyqa = tests.external_benchmark:write_toyqa", "raised"),
-        ("toyqa = tests.external_benchmark:_summary", "raised"),
-        ("clash = tests.external_benchmark:ToyQA", "locomo|toyqa"),
-    ],
-)
-def test_a_broken_registration_is_a_clear_error(
-    site: Path, entry_points: str, message: str
-) -> None:
-    if entry_points.startswith("clash"):
-        entry_points = "a = tests.external_benchmark:ToyQA\nb = tests.external_benchmark:benchmarks"
-    _install(site, entry_points)
-    with pytest.raises(BenchmarkLoadError, match=message):
-        get_benchmark("locomo")
 
 
 def test_unknown_names_list_the_known_benchmarks() -> None:

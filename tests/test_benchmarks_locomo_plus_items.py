@@ -12,8 +12,9 @@ from hypothesis import strategies as st
 
 from himga import HimgaError
 from himga.benchmarks.locomo_plus import TimeGapError, parse_time_gap, read_items
-from himga.data import DatasetError
+from himga.data import DatasetError, Sample, UnknownCategoryWarning, load_dataset
 from tests.data_fixtures import write_json
+from tests.test_benchmarks_locomo_plus import _write_upstream_layout
 
 # Hand-worked: count x days per unit (week 7, month 30, year 365, as upstream).
 GAPS = [
@@ -121,7 +122,7 @@ def test_truncated_json_names_the_file(tmp_path: Path) -> None:
     assert "invalid JSON" in str(error)
 
 
-@pytest.mark.parametrize("field", ["cue_dialogue", "trigger_query", "time_gap", "relation_type"])
+@pytest.mark.parametrize("field", ["cue_dialogue", "trigger_query", "time_gap"])
 def test_missing_field_names_item_and_field(tmp_path: Path, field: str) -> None:
     error = _error(tmp_path, [_item(), _item(), _item(**{field: None})])
     assert error.sample == "plus-002 (item #2)"
@@ -135,7 +136,7 @@ def test_missing_field_names_item_and_field(tmp_path: Path, field: str) -> None:
     [
         ({"time_gap": "a while later"}, "time_gap", "cannot read 'a while later'"),
         ({"time_gap": 14}, "time_gap", "expected str, found a int"),
-        ({"relation_type": "mood"}, "relation_type", "unknown relation type 'mood'"),
+        ({"relation_type": 3}, "relation_type", "expected str, found a int"),
         ({"cue_dialogue": "A: hi\nC: who?"}, "cue_dialogue", "line 2 is not 'A: ...'"),
         ({"cue_dialogue": "A:   \nB: x"}, "cue_dialogue", "line 1 has a speaker but no text"),
         ({"trigger_query": "\n  \n"}, "trigger_query", "no 'A: ...' or 'B: ...' line"),
@@ -147,6 +148,28 @@ def test_bad_field_names_item_and_field(
     error = _error(tmp_path, [_item(**changes)])
     assert (error.sample, error.field) == ("plus-000 (item #0)", field)
     assert problem in str(error)
+
+
+def test_a_missing_or_unknown_relation_type_is_kept_as_unknown_said_once(
+    tmp_path: Path,
+) -> None:
+    # Upstream's scripts never read relation_type: an item without one is still an item.
+    items = [_item(), _item(relation_type=None), _item(relation_type="mood")]
+    path = write_json(tmp_path / "locomo_plus.json", items)
+    with pytest.warns(UnknownCategoryWarning) as caught:
+        categories = [s.qa_pairs[0].category for s in _stitched(path)]
+    assert categories == ["causal", "unknown", "unknown"]
+    assert len(caught) == 1
+    assert "2 questions have an unknown or missing category" in str(caught[0].message)
+    details = caught[0].message.details  # type: ignore[union-attr]
+    assert "sample plus-001 (item #1): field 'relation_type': missing" in details[0]
+    assert "unknown relation type 'mood'" in details[1]
+
+
+def _stitched(path: Path) -> list[Sample]:
+    """The items of ``path`` stitched into a two-conversation host written beside it."""
+    items = json.loads(path.read_text("utf-8"))
+    return load_dataset("locomo-plus", path=_write_upstream_layout(path.parent, items))
 
 
 @pytest.mark.parametrize(

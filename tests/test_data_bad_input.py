@@ -122,7 +122,7 @@ LME_CASES = [
     ("answer as a list", _set(("answer",), ["a"]), "answer"),
     ("no question_type", _delete(("question_type",)), "question_type"),
     ("session id not a str", _set(("haystack_session_ids", 0), 3), "haystack_session_ids[0]"),
-    ("no answer_session_ids", _delete(("answer_session_ids",)), "answer_session_ids"),
+    ("answer_session_ids a string", _set(("answer_session_ids",), "s1"), "answer_session_ids"),
 ]
 
 
@@ -287,7 +287,9 @@ def _locomo_mutations(raw: dict[str, Any]) -> list[tuple[str, Path_]]:
 def _lme_mutations(raw: dict[str, Any]) -> list[tuple[str, Path_]]:
     mutations: list[tuple[str, Path_]] = []
     for field in raw:
-        mutations += [("retype", (field,)), ("delete", (field,))]
+        mutations.append(("retype", (field,)))
+        if field != "answer_session_ids":  # the official scripts never read it: optional
+            mutations.append(("delete", (field,)))
     for key in ("haystack_session_ids", "haystack_dates", "answer_session_ids"):
         mutations += [("retype", (key, i)) for i in range(len(raw[key]))]
     for s, turns in enumerate(raw["haystack_sessions"]):

@@ -19,6 +19,7 @@ from himga.data import (
     DatasetError,
     DuplicateSessionWarning,
     EvidenceWarning,
+    MissingEvidenceWarning,
     UnknownCategoryWarning,
     _stream,
     iter_dataset,
@@ -131,6 +132,33 @@ def test_answer_session_outside_haystack_is_warned(tmp_path: Path) -> None:
     [detail] = w[0].message.details  # type: ignore[union-attr]
     assert "'missing'" in detail
     assert "missing" in sample.qa_pairs[0].evidence
+
+
+def test_a_record_without_answer_session_ids_loads_said_once(tmp_path: Path) -> None:
+    # The official scripts find answer sessions by their ids and never read the field.
+    records = [
+        longmemeval_record(random.Random(n), n, sessions=2, turns=2, turn_chars=10)
+        for n in (1, 2, 3)
+    ]
+    for record in records[1:]:
+        del record["answer_session_ids"]
+    path = write_json(tmp_path / "x.json", records)
+    with pytest.warns(MissingEvidenceWarning, match="2 questions carry no evidence ids") as w:
+        samples = load_dataset("longmemeval_s", path=path)
+    assert len(w) == 1
+    details = w[0].message.details  # type: ignore[union-attr]
+    assert "sample 'q00002': field 'answer_session_ids': missing" in details[0]
+    assert [len(s.qa_pairs) for s in samples] == [1, 1, 1]
+    qa = samples[1].qa_pairs[0]
+    assert qa.evidence == ()
+    assert qa.evidence_turns == tuple(  # the turn-level gold stays
+        f"{session_id}:{index}"
+        for session_id, turns in zip(
+            records[1]["haystack_session_ids"], records[1]["haystack_sessions"], strict=True
+        )
+        for index, turn in enumerate(turns)
+        if turn.get("has_answer") is True
+    )
 
 
 def test_extra_fields_are_kept_aside(tmp_path: Path) -> None:

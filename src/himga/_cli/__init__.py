@@ -8,6 +8,7 @@ import io
 import os
 import sys
 import threading
+import warnings
 from collections.abc import Sequence
 from typing import NoReturn
 
@@ -24,6 +25,7 @@ from himga._cli import (
     _runs,
     _view,
 )
+from himga._cli._warnings import one_line_warnings
 
 __all__ = ["entry_point", "main", "parser"]
 
@@ -56,7 +58,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             stream.reconfigure(errors="backslashreplace")
     try:
         args = parser().parse_args(argv)
-        code: int = args.handler(args)
+        with warnings.catch_warnings():
+            # One line each (e.g. a broken benchmark plug-in skipped), not Python's two.
+            warnings.showwarning = one_line_warnings("himga")
+            code: int = args.handler(args)
     except KeyboardInterrupt:
         print("himga: interrupted (Ctrl-C)", file=sys.stderr)
         return _check.INTERRUPTED

@@ -8,7 +8,7 @@ import warnings
 from typing import Any
 
 from himga._cli._options import path
-from himga.benchmarks import benchmarks
+from himga.benchmarks import BenchmarkLoadError, benchmarks
 from himga.data import (
     DatasetError,
     DatasetNotFoundError,
@@ -51,8 +51,8 @@ def register(commands: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Print the report; exit code 1 if a dataset that resolved is malformed, 2 on bad usage
-    (said on stderr)."""
+    """Print the report; exit code 1 if a dataset that resolved is malformed or its plug-in
+    fails, 2 on bad usage (said on stderr), including a ``--path`` that holds no copy."""
     known = benchmarks()
     names: list[str] = args.names or list(known)
     unknown = [n for n in names if n not in known]
@@ -72,7 +72,14 @@ def run(args: argparse.Namespace) -> int:
         try:
             resolution = resolve_dataset(name, path=args.path, download=False)
         except DatasetNotFoundError as exc:
+            if args.path is not None:  # asked for that copy: its absence is no listing
+                print(f"himga datasets: {exc}", file=sys.stderr)
+                return 2
             print(f"  not found: {exc}")
+            continue
+        except BenchmarkLoadError as exc:
+            print(f"  broken: {exc}")
+            status = 1
             continue
         print(f"  resolves to {resolution.path} (from {resolution.source})")
         if args.no_stats:
@@ -81,7 +88,7 @@ def run(args: argparse.Namespace) -> int:
             warnings.simplefilter("always")
             try:
                 stats = dataset_stats(iter_dataset(name, path=resolution.path, download=False))
-            except DatasetError as exc:
+            except (DatasetError, BenchmarkLoadError) as exc:
                 print(f"  malformed: {exc}")
                 status = 1
                 continue

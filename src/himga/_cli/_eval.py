@@ -16,6 +16,7 @@ from urllib.parse import urlsplit
 
 from himga._cli._check import INTERRUPTED
 from himga._cli._options import memory_timeout, path
+from himga._cli._warnings import one_line_warnings
 from himga._redact import REDACTED, redact, redact_arguments
 from himga.eval import compute_measurements, format_table
 from himga.eval._memory_calls import DEFAULT_MEMORY_TIMEOUT
@@ -265,6 +266,7 @@ def _usage_error(args: argparse.Namespace) -> str | None:
 
 def run(args: argparse.Namespace) -> int:
     from himga._extras import MissingExtraError
+    from himga.benchmarks import BenchmarkLoadError
     from himga.data import (
         DatasetError,
         DatasetNotFoundError,
@@ -291,13 +293,14 @@ def run(args: argparse.Namespace) -> int:
         MemoryLoadError,
         MissingExtraError,
         QuestionFileError,
+        BenchmarkLoadError,
         RunDirError,
         RunReadError,
         UnknownDatasetError,
     )
     with warnings.catch_warnings():
         # Dataset repairs (e.g. an evidence id naming no turn) as one line each.
-        warnings.showwarning = _show_warning
+        warnings.showwarning = one_line_warnings("himga eval")
         try:
             return _evaluate(args, args.out)
         except KeyboardInterrupt:
@@ -343,17 +346,6 @@ def _kept(out: Path, *, given: bool) -> str:
         f"{run_dir.finished()} finished questions are kept in {run_dir.checkpoint}; "
         f"to go on, rerun the same command with {again}"
     )
-
-
-def _show_warning(
-    message: Warning | str,
-    category: type[Warning],
-    filename: str,
-    lineno: int,
-    file: Any = None,
-    line: str | None = None,
-) -> None:
-    print(f"himga eval: {category.__name__}: {message}", file=sys.stderr)
 
 
 def _evaluate(args: argparse.Namespace, out: Path) -> int:

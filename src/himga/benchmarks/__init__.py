@@ -11,6 +11,7 @@ from himga.benchmarks._protocol import Benchmark, JSONValue, Judge, JudgeRequest
 from himga.benchmarks._registry import (
     ENTRY_POINT_GROUP,
     BenchmarkLoadError,
+    BenchmarkPluginWarning,
     UnknownDatasetError,
     benchmarks,
     find_benchmark,
@@ -22,6 +23,7 @@ __all__ = [
     "ENTRY_POINT_GROUP",
     "Benchmark",
     "BenchmarkLoadError",
+    "BenchmarkPluginWarning",
     "JSONValue",
     "Judge",
     "JudgeRequest",

@@ -3,12 +3,34 @@
 
 An entry point's value is ``module:attr`` naming a :class:`Benchmark`, or a
 zero-argument callable returning a Benchmark or an iterable of them (all the
-splits of one benchmark). Entry points are loaded on the first look-up, all of
-them (a callable's benchmarks are only known once it is called), and again when
-``sys.path`` changes; as for memories,
+splits of one benchmark). himga's own entry points (its distribution ``himga``)
+are the built-ins. Third-party entry points are loaded lazily -- only when a name
+that is not a built-in is looked up, or every benchmark is listed -- and each in
+isolation, so a broken plug-in never breaks himga or another plug-in:
+
+* loading one (import, attribute, the callable) that raises, calls ``sys.exit``,
+  gives what is not a Benchmark, or has not finished after
+  :data:`PLUGIN_LOAD_TIMEOUT` seconds (it is left behind on a daemon thread) makes
+  it *broken*: looking up its name raises :class:`BenchmarkLoadError` naming it,
+  and listing warns one :class:`BenchmarkPluginWarning` line for it, once;
+* a name that is not a non-empty string without ``+`` and blanks, a name of a
+  built-in (the built-in is kept), and a name two plug-ins claim (neither is
+  kept) are refused the same way, naming both sources;
+* a plug-in benchmark's ``locate``, ``download``, ``guidance`` and ``load`` that
+  raise anything but a :class:`~himga._errors.HimgaError` (e.g. ``DatasetError``),
+  call ``sys.exit`` or return the wrong type (a ``load`` that yields no sample at
+  all included) raise :class:`BenchmarkLoadError` naming the plug-in and the
+  method. What cannot be bounded: a method that hangs (reading a large dataset
+  legitimately takes long; Ctrl-C stops it) and ``os._exit``;
+* a plug-in may look up the built-ins, or register a benchmark, while it loads.
+
+A judge's failures are its questions' (:func:`himga.eval.batch_judge`); metrics are
+checked by the metric registry (:mod:`himga.eval`).
+
+Entry points are found again when ``sys.path`` changes; as for memories,
 ``HIMGA_NO_PLUGINS=1`` keeps only himga's own. Like :mod:`._protocol`, this module
-imports nothing of himga at run time but the error root, so :mod:`himga.data` can
-dispatch through it.
+imports nothing of himga at module level but the error root and the protocol, so
+:mod:`himga.data` can dispatch through it.
 """
 
 from __future__ import annotations
@@ -17,15 +39,25 @@ import importlib
 import os
 import sys
 import threading
-from collections.abc import Iterable
-from importlib.metadata import entry_points
+import warnings
+from collections.abc import Callable, Iterable, Iterator, Sequence, Set
+from dataclasses import dataclass
+from importlib.metadata import EntryPoint, entry_points
+from pathlib import Path
+from typing import TYPE_CHECKING, TypeVar
 
-from himga._errors import HimgaError
-from himga.benchmarks._protocol import Benchmark
+from himga._errors import HimgaError, HimgaWarning
+from himga.benchmarks._protocol import Benchmark, Judge
+
+if TYPE_CHECKING:
+    from himga.data.schema import Sample
+    from himga.eval._metric import Metric, RunMetric
 
 __all__ = [
     "ENTRY_POINT_GROUP",
+    "PLUGIN_LOAD_TIMEOUT",
     "BenchmarkLoadError",
+    "BenchmarkPluginWarning",
     "UnknownDatasetError",
     "benchmarks",
     "find_benchmark",
@@ -36,6 +68,11 @@ __all__ = [
 ENTRY_POINT_GROUP = "himga.benchmarks"
 _BUILTIN_DISTRIBUTION = "himga"
 VARIANT_SEPARATOR = "+"
+#: Seconds one third-party entry point may take to load (import and call).
+PLUGIN_LOAD_TIMEOUT = 30.0
+
+_T = TypeVar("_T")
+_END = object()
 
 
 class UnknownDatasetError(HimgaError, ValueError):
@@ -43,18 +80,158 @@ class UnknownDatasetError(HimgaError, ValueError):
 
 
 class BenchmarkLoadError(HimgaError, ValueError):
-    """A registration is broken: its entry point does not load or does not give
-    benchmarks, or two registrations claim one name."""
+    """A benchmark plug-in is broken: its entry point does not load or does not give
+    benchmarks, its name is refused, or one of its methods raised, exited or returned
+    the wrong type. The message is one line naming the plug-in (and the method)."""
 
 
-_lock = threading.Lock()
-_registered: dict[str, Benchmark] = {}
-# The entry points found, with the sys.path and HIMGA_NO_PLUGINS they were found
-# under: a distribution put on the path later is then picked up.
-_from_entry_points: tuple[tuple[object, ...], dict[str, tuple[Benchmark, str]]] | None = None
+class BenchmarkPluginWarning(HimgaWarning):
+    """A broken benchmark plug-in was skipped while every benchmark was listed."""
 
 
-def _as_benchmarks(loaded: object, origin: str) -> list[Benchmark]:
+def _one_line(text: object) -> str:
+    return " ".join(str(text).split())
+
+
+def _failure(exc: BaseException) -> str:
+    if isinstance(exc, SystemExit):
+        return f"called sys.exit({exc.code!r})"
+    return f"raised {type(exc).__name__}: {_one_line(exc)}"
+
+
+@dataclass(frozen=True)
+class _Plugin:
+    """A third-party benchmark, its members read once, its methods guarded."""
+
+    inner: Benchmark
+    origin: str
+    name: str
+    description: str
+    license: str
+    categories: Sequence[str]
+    headline_excludes: frozenset[str]
+    judge: Judge | None
+    metrics: Sequence[Metric | RunMetric]
+
+    def _call(self, method: str, call: Callable[[], _T]) -> _T:
+        try:
+            return call()
+        except HimgaError:  # the protocol's own errors (DatasetError, DownloadError, ...)
+            raise
+        except (Exception, SystemExit) as exc:
+            raise BenchmarkLoadError(f"{self.origin}: {method} {_failure(exc)}") from exc
+
+    def _wrong(self, method: str, value: object, expected: str) -> BenchmarkLoadError:
+        return BenchmarkLoadError(
+            f"{self.origin}: {method} returned {_one_line(repr(value))[:80]}, not {expected}"
+        )
+
+    def locate(self, directory: Path) -> Path | None:
+        found: object = self._call("locate", lambda: self.inner.locate(directory))
+        if found is not None and not isinstance(found, Path):
+            raise self._wrong("locate", found, "a Path or None")
+        return found
+
+    def download(self, cache: Path, *, show_progress: bool) -> Path:
+        made: object = self._call(
+            "download", lambda: self.inner.download(cache, show_progress=show_progress)
+        )
+        if not isinstance(made, Path):
+            raise self._wrong("download", made, "a Path")
+        return made
+
+    def guidance(self, cache: Path) -> str:
+        text: object = self._call("guidance", lambda: self.inner.guidance(cache))
+        if not isinstance(text, str):
+            raise self._wrong("guidance", text, "a str")
+        return text
+
+    def load(self, path: Path, wanted: frozenset[str] | None) -> Iterator[Sample]:
+        from himga.data import schema  # here: himga.data imports this module
+
+        made: object = self._call("load", lambda: self.inner.load(path, wanted))
+        if isinstance(made, (str, bytes)) or not isinstance(made, Iterable):
+            raise self._wrong("load", made, "an iterator of Samples")
+        samples = iter(made)
+        count = 0
+        while True:
+            sample: object = self._call("load", lambda: next(samples, _END))
+            if sample is _END:
+                if count == 0 and wanted != frozenset():
+                    # A run over nothing would "succeed" with no question at all.
+                    raise BenchmarkLoadError(f"{self.origin}: load yielded no sample from {path}")
+                return
+            count += 1
+            if not isinstance(sample, schema.Sample):
+                raise BenchmarkLoadError(
+                    f"{self.origin}: load yielded {_one_line(repr(sample))[:80]}, not a Sample"
+                )
+            yield sample
+
+
+def _checked(benchmark: object, origin: str) -> _Plugin:
+    """``benchmark`` read into a :class:`_Plugin`; :class:`BenchmarkLoadError` if a member
+    is missing or of the wrong type (accessing one may raise: that is named too)."""
+    if not isinstance(benchmark, Benchmark):
+        raise BenchmarkLoadError(
+            f"{origin}: gave {_one_line(repr(benchmark))[:80]}, not a Benchmark"
+        )
+    try:
+        name: object = benchmark.name
+        if not isinstance(name, str):
+            raise BenchmarkLoadError(f"{origin}: name {name!r} is not a string")
+        if not name or VARIANT_SEPARATOR in name or name != "".join(name.split()):
+            raise BenchmarkLoadError(
+                f"{origin}: name {name!r} is refused (empty, or holds '+' or a blank)"
+            )
+        texts = {"description": benchmark.description, "license": benchmark.license}
+        categories: object = benchmark.categories
+        excludes: object = benchmark.headline_excludes
+        judge: object = benchmark.judge
+        metrics: object = benchmark.metrics
+    except BenchmarkLoadError:
+        raise
+    except (Exception, SystemExit) as exc:
+        raise BenchmarkLoadError(f"{origin}: reading its members {_failure(exc)}") from exc
+    for member, text in texts.items():
+        if not isinstance(text, str):
+            raise BenchmarkLoadError(f"{origin}: {member} {text!r} is not a string")
+    if isinstance(categories, (str, bytes)) or not isinstance(categories, Sequence):
+        categories = None
+    if not isinstance(excludes, Set):
+        excludes = None
+    ordered = _strings(categories)
+    excluded = _strings(excludes)
+    if ordered is None:
+        raise BenchmarkLoadError(f"{origin}: categories {categories!r} is not a sequence of str")
+    if excluded is None:
+        raise BenchmarkLoadError(f"{origin}: headline_excludes {excludes!r} is not a set of str")
+    if judge is not None and not isinstance(judge, Judge):
+        raise BenchmarkLoadError(f"{origin}: judge {judge!r} is neither a Judge nor None")
+    if isinstance(metrics, (str, bytes)) or not isinstance(metrics, Sequence):
+        raise BenchmarkLoadError(f"{origin}: metrics {metrics!r} is not a sequence")
+    return _Plugin(
+        benchmark,
+        origin,
+        name,
+        texts["description"],
+        texts["license"],
+        tuple(ordered),
+        frozenset(excluded),
+        judge,
+        tuple(metrics),
+    )
+
+
+def _strings(items: Sequence[object] | Set[object] | None) -> list[str] | None:
+    """``items`` if every one is a ``str``, else ``None``."""
+    if items is None:
+        return None
+    found = [item for item in items if isinstance(item, str)]
+    return found if len(found) == len(items) else None
+
+
+def _as_benchmarks(loaded: object, origin: str) -> list[object]:
     # A class with every attribute as a class attribute passes isinstance too: call it.
     if not isinstance(loaded, type) and isinstance(loaded, Benchmark):
         return [loaded]
@@ -62,58 +239,196 @@ def _as_benchmarks(loaded: object, origin: str) -> list[Benchmark]:
         raise BenchmarkLoadError(f"{origin}: {loaded!r} is neither a Benchmark nor callable")
     try:
         made = loaded()
-    except Exception as exc:
-        raise BenchmarkLoadError(f"{origin}: calling {loaded!r} raised {exc!r}") from exc
-    found = [made] if isinstance(made, Benchmark) else None
-    if found is None and isinstance(made, Iterable):
-        found = list(made)
-    if found is None or not all(isinstance(b, Benchmark) for b in found):
+        if isinstance(made, Benchmark) and not isinstance(made, type):
+            return [made]
+        if isinstance(made, (str, bytes, dict)) or not isinstance(made, Iterable):
+            raise BenchmarkLoadError(
+                f"{origin}: {loaded!r} returned {_one_line(repr(made))[:80]}, "
+                "not a Benchmark or an iterable of them"
+            )
+        return list(made)
+    except BenchmarkLoadError:
+        raise
+    except (Exception, SystemExit) as exc:
+        raise BenchmarkLoadError(f"{origin}: calling {loaded!r} {_failure(exc)}") from exc
+
+
+def _origin(entry_point: EntryPoint) -> str:
+    distribution = entry_point.dist.name if entry_point.dist is not None else "<unknown>"
+    return f"benchmark entry point {entry_point.name!r} ({entry_point.value}) of {distribution!r}"
+
+
+def _import(entry_point: EntryPoint, origin: str) -> list[object]:
+    module_name, _, attr = entry_point.value.partition(":")
+    try:
+        loaded: object = importlib.import_module(module_name.strip())
+        for part in attr.strip().split(".") if attr.strip() else ():
+            loaded = getattr(loaded, part)
+    except (Exception, SystemExit) as exc:
+        raise BenchmarkLoadError(f"cannot load {origin}: {_failure(exc)}") from exc
+    return _as_benchmarks(loaded, origin)
+
+
+def _isolated(entry_point: EntryPoint, origin: str) -> list[_Plugin]:
+    """The benchmarks of one third-party entry point, loaded on a daemon thread within
+    :data:`PLUGIN_LOAD_TIMEOUT`; :class:`BenchmarkLoadError` otherwise."""
+    outcome: list[list[_Plugin] | BaseException] = []
+
+    def load() -> None:
+        _loading.active = True
+        try:
+            outcome.append([_checked(made, origin) for made in _import(entry_point, origin)])
+        except BaseException as exc:  # handed to the caller's thread
+            outcome.append(exc)
+
+    worker = threading.Thread(target=load, name=f"himga-plugin-{entry_point.name}", daemon=True)
+    worker.start()
+    worker.join(PLUGIN_LOAD_TIMEOUT)
+    if not outcome:
         raise BenchmarkLoadError(
-            f"{origin}: {loaded!r} returned {made!r}, not a Benchmark or an iterable of them"
+            f"cannot load {origin}: it did not finish loading within {PLUGIN_LOAD_TIMEOUT:g} s"
         )
+    (result,) = outcome
+    if isinstance(result, BenchmarkLoadError):
+        raise result
+    if isinstance(result, BaseException):
+        raise BenchmarkLoadError(f"cannot load {origin}: {_failure(result)}") from result
+    return result
+
+
+@dataclass(frozen=True)
+class _Found:
+    """What one set of entry points gave: benchmarks by name with their origin, and one
+    line per broken plug-in, by each name it is known under."""
+
+    benchmarks: dict[str, tuple[Benchmark, str]]
+    broken: dict[str, str]
+
+
+def _builtins() -> dict[str, tuple[Benchmark, str]]:
+    found: dict[str, tuple[Benchmark, str]] = {}
+    for entry_point in entry_points(group=ENTRY_POINT_GROUP):
+        if entry_point.dist is None or entry_point.dist.name != _BUILTIN_DISTRIBUTION:
+            continue
+        origin = _origin(entry_point)
+        for benchmark in _import(entry_point, origin):
+            assert isinstance(benchmark, Benchmark)  # himga's own
+            found.setdefault(benchmark.name, (benchmark, origin))
     return found
 
 
-def _load_entry_points(third_party: bool) -> dict[str, tuple[Benchmark, str]]:
-    found: dict[str, tuple[Benchmark, str]] = {}
+def _plugins(builtins: dict[str, tuple[Benchmark, str]]) -> _Found:
+    claims: dict[str, list[tuple[_Plugin, str]]] = {}
+    broken: dict[str, str] = {}
     seen: set[tuple[str, str]] = set()
     for entry_point in entry_points(group=ENTRY_POINT_GROUP):
-        distribution = entry_point.dist.name if entry_point.dist is not None else "<unknown>"
-        if (not third_party and distribution != _BUILTIN_DISTRIBUTION) or (
-            (entry_point.name, entry_point.value) in seen
-        ):
+        if entry_point.dist is not None and entry_point.dist.name == _BUILTIN_DISTRIBUTION:
+            continue
+        if (entry_point.name, entry_point.value) in seen:  # one distribution found twice
             continue
         seen.add((entry_point.name, entry_point.value))
-        origin = (
-            f"benchmark entry point {entry_point.name!r} ({entry_point.value}) of {distribution!r}"
-        )
-        module_name, _, attr = entry_point.value.partition(":")
+        origin = _origin(entry_point)
         try:
-            loaded: object = importlib.import_module(module_name.strip())
-            for part in attr.strip().split(".") if attr.strip() else ():
-                loaded = getattr(loaded, part)
-        except Exception as exc:
-            raise BenchmarkLoadError(f"cannot load {origin}: {type(exc).__name__}: {exc}") from exc
-        for benchmark in _as_benchmarks(loaded, origin):
-            if benchmark.name in found and found[benchmark.name][0] is not benchmark:
-                raise BenchmarkLoadError(
-                    f"benchmark name {benchmark.name!r} is registered twice: by "
-                    f"{found[benchmark.name][1]} and by {origin}"
+            made = _isolated(entry_point, origin)
+        except BenchmarkLoadError as exc:
+            broken[entry_point.name] = str(exc)
+            continue
+        for plugin in made:
+            if plugin.name in builtins:
+                broken[plugin.name] = (
+                    f"{origin}: benchmark name {plugin.name!r} is refused: it is himga's "
+                    f"built-in ({builtins[plugin.name][1]})"
                 )
-            found[benchmark.name] = (benchmark, origin)
-    return found
+                continue
+            same = claims.setdefault(plugin.name, [])
+            if all(other.inner is not plugin.inner for other, _ in same):
+                same.append((plugin, origin))
+    found: dict[str, tuple[Benchmark, str]] = {}
+    for name, claimants in claims.items():
+        if len(claimants) == 1:
+            found[name] = claimants[0]
+        else:
+            who = " and by ".join(origin for _, origin in claimants)
+            broken[name] = f"benchmark name {name!r} is registered twice: by {who}; neither is used"
+    return _Found(found, broken)
+
+
+class _Loading(threading.local):
+    """Set on the thread that loads a plug-in."""
+
+    active = False
+
+
+# _lock is held while a cache is filled, plug-ins included; _registered has its own,
+# so a plug-in registering a benchmark while it loads does not wait for its loader.
+_lock = threading.Lock()
+_registered_lock = threading.Lock()
+_loading = _Loading()
+_registered: dict[str, Benchmark] = {}
+_builtin_cache: dict[str, tuple[Benchmark, str]] | None = None
+# The plug-ins found, with the sys.path they were found under: a distribution put on
+# the path later is then picked up.
+_plugin_cache: tuple[tuple[str, ...], _Found] | None = None
+_warned: set[str] = set()
+
+
+def _builtin() -> dict[str, tuple[Benchmark, str]]:
+    global _builtin_cache
+    if _builtin_cache is not None:  # filled before any plug-in loads
+        return _builtin_cache
+    with _lock:
+        if _builtin_cache is None:
+            _builtin_cache = _builtins()
+        return _builtin_cache
+
+
+def _third_party() -> _Found:
+    global _plugin_cache
+    if os.environ.get("HIMGA_NO_PLUGINS", "") not in ("", "0") or _loading.active:
+        # A plug-in looking benchmarks up while it loads (to derive one from a built-in)
+        # sees the built-ins and the registered ones, not the plug-ins being loaded.
+        return _Found({}, {})
+    builtins = _builtin()
+    key = tuple(sys.path)
+    with _lock:
+        if _plugin_cache is None or _plugin_cache[0] != key:
+            _plugin_cache = (key, _plugins(builtins))
+        return _plugin_cache[1]
+
+
+def warn_skipped(line: str) -> None:
+    """Warn that a broken plug-in (or a benchmark's refused part) is skipped, once per
+    process: :class:`BenchmarkPluginWarning` ``"skipped: <line>"``."""
+    if line not in _warned:
+        _warned.add(line)
+        warnings.warn(BenchmarkPluginWarning(f"skipped: {line}"), stacklevel=3)
 
 
 def _all() -> dict[str, Benchmark]:
-    global _from_entry_points
-    third_party = os.environ.get("HIMGA_NO_PLUGINS", "") in ("", "0")
-    key = (third_party, *sys.path)
-    with _lock:
-        if _from_entry_points is None or _from_entry_points[0] != key:
-            _from_entry_points = (key, _load_entry_points(third_party))
-        merged = {name: benchmark for name, (benchmark, _) in _from_entry_points[1].items()}
-        merged.update(_registered)
-        return merged
+    """Every benchmark, the broken plug-ins warned (once each)."""
+    plugins = _third_party()
+    for line in plugins.broken.values():
+        warn_skipped(line)
+    merged = {name: benchmark for name, (benchmark, _) in _builtin().items()}
+    merged.update((name, benchmark) for name, (benchmark, _) in plugins.benchmarks.items())
+    merged.update(_registered)
+    return merged
+
+
+def _lookup(name: str) -> Benchmark | None:
+    """The benchmark ``name``, loading plug-ins only if it is no built-in;
+    :class:`BenchmarkLoadError` if the plug-in that gives it is broken."""
+    if name in _registered:
+        return _registered[name]
+    builtin = _builtin()
+    if name in builtin:
+        return builtin[name][0]
+    plugins = _third_party()
+    if name in plugins.benchmarks:
+        return plugins.benchmarks[name][0]
+    if name in plugins.broken:
+        raise BenchmarkLoadError(plugins.broken[name])
+    return None
 
 
 def register_benchmark(benchmark: Benchmark, *, replace: bool = False) -> None:
@@ -121,36 +436,49 @@ def register_benchmark(benchmark: Benchmark, *, replace: bool = False) -> None:
 
     A name already registered (here or by an entry point) is a
     :class:`BenchmarkLoadError` unless ``replace``; ``TypeError`` if ``benchmark``
-    does not have the :class:`Benchmark` attributes.
+    does not have the :class:`Benchmark` attributes or its name is not a string.
     """
     if isinstance(benchmark, type) or not isinstance(benchmark, Benchmark):
         raise TypeError(f"register_benchmark: {benchmark!r} is not a Benchmark")
+    if not isinstance(benchmark.name, str) or not benchmark.name:
+        raise TypeError(f"register_benchmark: name {benchmark.name!r} is not a non-empty string")
     if not replace and benchmark.name in _all():
         raise BenchmarkLoadError(
             f"benchmark name {benchmark.name!r} is already registered; pass replace=True"
         )
-    with _lock:
+    with _registered_lock:
         _registered[benchmark.name] = benchmark
 
 
 def benchmarks() -> dict[str, Benchmark]:
-    """Every known benchmark by name: himga's own first, in registration order."""
+    """Every known benchmark by name: himga's own first, in registration order. Broken
+    plug-ins are left out, each warned once (:class:`BenchmarkPluginWarning`)."""
     return _all()
 
 
 def get_benchmark(name: str) -> Benchmark:
-    """The benchmark registered as ``name``; :class:`UnknownDatasetError` listing the known ones."""
+    """The benchmark registered as ``name``; :class:`UnknownDatasetError` listing the known
+    ones, :class:`BenchmarkLoadError` if the plug-in that registers it is broken."""
+    found = _lookup(name)
+    if found is not None:
+        return found
     known = _all()
-    try:
-        return known[name]
-    except KeyError:
-        listed = ", ".join(known) or "none"
-        raise UnknownDatasetError(f"unknown dataset {name!r}; known: {listed}") from None
+    listed = ", ".join(known) or "none"
+    broken = _third_party().broken
+    skipped = f"; broken plug-ins skipped: {', '.join(map(repr, broken))}" if broken else ""
+    raise UnknownDatasetError(f"unknown dataset {name!r}; known: {listed}{skipped}")
 
 
 def find_benchmark(dataset: str) -> Benchmark | None:
     """The benchmark whose rules apply to results of ``dataset``: the one of that name,
     else the one named by the part before ``+`` (``"longmemeval_oracle+distractors"``),
-    else ``None``."""
-    known = _all()
-    return known.get(dataset) or known.get(dataset.partition(VARIANT_SEPARATOR)[0])
+    else ``None`` (also when the plug-in that gives it is broken: then warned)."""
+    for name in (dataset, dataset.partition(VARIANT_SEPARATOR)[0]):
+        try:
+            found = _lookup(name)
+        except BenchmarkLoadError as exc:
+            warn_skipped(str(exc))
+            return None
+        if found is not None:
+            return found
+    return None

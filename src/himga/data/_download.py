@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import http.client
 import os
+import socket
 import tempfile
+import threading
 import urllib.request
 import warnings
+from collections.abc import Callable
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 from tqdm import tqdm
 
@@ -20,9 +24,25 @@ from himga.data._errors import (
     UnverifiedDownloadWarning,
 )
 
-__all__ = ["download_file"]
+__all__ = ["DEADLINE_ENV", "DEFAULT_DEADLINE", "download_deadline", "download_file"]
 
 _BLOCK = 1 << 20
+#: Seconds one file's whole transfer may take (``timeout`` bounds each wait for data:
+#: a server dripping a byte every few seconds never trips it).
+DEFAULT_DEADLINE = 900.0
+#: Overrides :data:`DEFAULT_DEADLINE` (a slow link, or a test).
+DEADLINE_ENV = "HIMGA_DOWNLOAD_DEADLINE"
+
+
+def download_deadline() -> float:
+    """Seconds a file's transfer may take: ``$HIMGA_DOWNLOAD_DEADLINE`` if it is a positive
+    number, else :data:`DEFAULT_DEADLINE`."""
+    raw = os.environ.get(DEADLINE_ENV, "")
+    try:
+        value = float(raw)
+    except ValueError:
+        return DEFAULT_DEADLINE
+    return value if 0 < value < float("inf") else DEFAULT_DEADLINE
 
 
 def download_file(
@@ -32,8 +52,13 @@ def download_file(
     sha256: str | None,
     show_progress: bool = True,
     timeout: float = 60.0,
+    deadline: float | None = None,
 ) -> Path:
     """Download ``url`` to ``dest`` and return ``dest``.
+
+    ``timeout`` bounds each wait for the server, ``deadline`` (seconds, default
+    :func:`download_deadline`) the whole transfer: past it the connection is shut
+    and :class:`DownloadError` says so.
 
     The body goes to a temporary file beside ``dest`` that replaces ``dest``
     (``os.replace``) only once complete and verified, so ``dest`` is either
@@ -55,7 +80,9 @@ def download_file(
     try:
         digest = hashlib.sha256()
         with os.fdopen(fd, "wb") as out:
-            received, expected = _fetch(url, out, digest, dest.name, show_progress, timeout)
+            received, expected = _fetch(
+                url, out, digest, dest.name, show_progress, timeout, deadline
+            )
             out.flush()
             os.fsync(out.fileno())
         if expected is not None and received != expected:
@@ -91,6 +118,80 @@ def _remove_empty(directories: list[Path]) -> None:
             return
 
 
+class _Deadline:
+    """Shuts down the sockets it watches once ``seconds`` have passed since it started,
+    which ends any read blocked on them (a server can keep each read short of
+    ``timeout`` for ever). Name resolution is not covered."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+        self.expired = False
+        self._lock = threading.Lock()
+        self._sockets: list[socket.socket] = []
+        self._timer = threading.Timer(seconds, self._expire)
+        self._timer.daemon = True
+
+    def __enter__(self) -> _Deadline:
+        self._timer.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._timer.cancel()
+
+    def watch(self, sock: socket.socket) -> None:
+        with self._lock:
+            self._sockets.append(sock)
+            if self.expired:
+                self._shut(sock)
+
+    def _expire(self) -> None:
+        with self._lock:
+            self.expired = True
+            for sock in self._sockets:
+                self._shut(sock)
+
+    @staticmethod
+    def _shut(sock: socket.socket) -> None:
+        with contextlib.suppress(OSError):  # closed already: nothing to stop
+            sock.shutdown(socket.SHUT_RDWR)
+
+
+def _watched(http_class: Callable[..., http.client.HTTPConnection], deadline: _Deadline) -> Any:
+    """``http_class`` whose connections are watched by ``deadline`` once connected."""
+
+    def make(*args: Any, **kwargs: Any) -> http.client.HTTPConnection:
+        connection = http_class(*args, **kwargs)
+        connect = connection.connect
+
+        def connect_watched() -> None:
+            connect()
+            if connection.sock is not None:
+                deadline.watch(connection.sock)
+
+        connection.connect = connect_watched  # type: ignore[method-assign]
+        return connection
+
+    return make
+
+
+class _HTTPHandler(urllib.request.HTTPHandler):
+    def __init__(self, deadline: _Deadline) -> None:
+        super().__init__()
+        self.deadline = deadline
+
+    def do_open(self, http_class: Any, req: Any, **kwargs: Any) -> http.client.HTTPResponse:
+        return super().do_open(_watched(http_class, self.deadline), req, **kwargs)
+
+
+class _HTTPSHandler(urllib.request.HTTPSHandler):
+    def __init__(self, deadline: _Deadline) -> None:
+        super().__init__()
+        self.deadline = deadline
+
+    def do_open(self, http_class: Any, req: Any, **kwargs: Any) -> http.client.HTTPResponse:
+        return super().do_open(_watched(http_class, self.deadline), req, **kwargs)
+
+
 def _fetch(
     url: str,
     out: IO[bytes],
@@ -98,24 +199,38 @@ def _fetch(
     label: str,
     show_progress: bool,
     timeout: float,
+    deadline: float | None = None,
 ) -> tuple[int, int | None]:
-    """Stream the body of ``url`` into ``out``; ``(bytes received, Content-Length or None)``."""
+    """Stream the body of ``url`` into ``out``; ``(bytes received, Content-Length or None)``.
+
+    :class:`DownloadError` when the transfer fails or has not finished after
+    ``deadline`` seconds (default :func:`download_deadline`).
+    """
     request = urllib.request.Request(url, headers={"User-Agent": "himga"})
     received = 0
-    try:
-        with urllib.request.urlopen(request, timeout=timeout) as response:
-            length = response.headers.get("Content-Length")
-            expected = int(length) if length and length.isdigit() else None
-            with tqdm(
-                total=expected, unit="B", unit_scale=True, desc=label, disable=not show_progress
-            ) as bar:
-                while block := response.read(_BLOCK):
-                    out.write(block)
-                    digest.update(block)
-                    received += len(block)
-                    bar.update(len(block))
-    except (OSError, http.client.HTTPException) as exc:
-        raise DownloadError(f"{url}: download failed: {exc}") from exc
+    expected: int | None = None
+    with _Deadline(download_deadline() if deadline is None else deadline) as watch:
+        opener = urllib.request.build_opener(_HTTPHandler(watch), _HTTPSHandler(watch))
+        try:
+            with opener.open(request, timeout=timeout) as response:
+                length = response.headers.get("Content-Length")
+                expected = int(length) if length and length.isascii() and length.isdigit() else None
+                with tqdm(
+                    total=expected, unit="B", unit_scale=True, desc=label, disable=not show_progress
+                ) as bar:
+                    while block := response.read(_BLOCK):
+                        out.write(block)
+                        digest.update(block)
+                        received += len(block)
+                        bar.update(len(block))
+        except (OSError, http.client.HTTPException) as exc:
+            if not watch.expired:
+                raise DownloadError(f"{url}: download failed: {exc}") from exc
+        if watch.expired:
+            raise DownloadError(
+                f"{url}: download did not finish within {watch.seconds:g} s "
+                f"({received:,} bytes received; ${DEADLINE_ENV} allows longer)"
+            )
     return received, expected
 
 

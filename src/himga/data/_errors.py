@@ -16,6 +16,8 @@ __all__ = [
     "DownloadError",
     "DuplicateSessionWarning",
     "EvidenceWarning",
+    "MissingEvidenceWarning",
+    "MissingIdWarning",
     "UnknownCategoryWarning",
     "UnknownDatasetError",
     "UnverifiedDownloadWarning",
@@ -100,6 +102,22 @@ class EvidenceWarning(DatasetWarning):
     summary = "evidence ids name no turn or session of their sample (kept in evidence)"
 
 
+class MissingEvidenceWarning(DatasetWarning):
+    """A question carries no evidence ids where its benchmark usually gives them (BEAM's
+    ``source_chat_ids``, which its official scripts never read): it is kept, without
+    evidence, so no retrieval metric covers it."""
+
+    summary = "questions carry no evidence ids (kept, without retrieval metrics)"
+
+
+class MissingIdWarning(DatasetWarning):
+    """A BEAM batch or message without the ``batch_number`` / ``id`` its official scripts
+    never read (they number batches and messages by position): it is kept, numbered by
+    its position, so no ``source_chat_ids`` can name such a message."""
+
+    summary = "batches or messages have no id (numbered by their position)"
+
+
 class DuplicateSessionWarning(DatasetWarning):
     """A LongMemEval haystack repeats a session id; the repeat is kept under ``"<id>#<k>"``."""
 
@@ -107,9 +125,11 @@ class DuplicateSessionWarning(DatasetWarning):
 
 
 class UnknownCategoryWarning(DatasetWarning):
-    """A LongMemEval ``question_type`` himga does not know; kept as category ``"unknown"``."""
+    """A question's category field (LongMemEval's ``question_type``, LoCoMo-Plus's
+    ``relation_type``) is one himga does not know, or missing where the official
+    scripts never read it; the question is kept as category ``"unknown"``."""
 
-    summary = "questions have an unknown question_type (kept as category 'unknown')"
+    summary = "questions have an unknown or missing category (kept as category 'unknown')"
 
 
 class UnverifiedDownloadWarning(DatasetWarning):

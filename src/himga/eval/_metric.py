@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Literal, get_args
 
 if TYPE_CHECKING:
     from himga._json import JSONValue
@@ -63,6 +63,19 @@ class Metric:
     aggregate: Callable[[Sequence[float]], float | None] = mean
     decimals: int = 3
     recorded: bool = True
+
+    def __post_init__(self) -> None:
+        # A plug-in's metric is refused where it is made, in one line, not when a
+        # run's table is printed.
+        members: tuple[tuple[str, object], ...] = (("name", self.name), ("title", self.title))
+        for member, value in members:
+            if not isinstance(value, str) or not value.strip():
+                raise ValueError(f"metric {self.name!r}: {member} {value!r} is not a non-empty str")
+        if self.needs not in get_args(MetricNeed):
+            known = ", ".join(get_args(MetricNeed))
+            raise ValueError(f"metric {self.name!r}: unknown kind needs={self.needs!r} ({known})")
+        if not callable(self.score) or not callable(self.aggregate):
+            raise ValueError(f"metric {self.name!r}: score and aggregate must be callable")
 
 
 @dataclass(frozen=True)

@@ -10,10 +10,11 @@ metrics (LongMemEval's ``longmemeval_retrieval``).
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 
 from himga._errors import HimgaError
-from himga.benchmarks._registry import benchmarks, find_benchmark
+from himga.benchmarks._protocol import Benchmark
+from himga.benchmarks._registry import BenchmarkLoadError, benchmarks, find_benchmark, warn_skipped
 from himga.eval._metric import Metric, MetricNeed, RunMetric, percentile
 from himga.eval._ranking import (
     RANK_KS,
@@ -26,6 +27,7 @@ from himga.eval.metrics import bleu1, exact_match, token_f1
 
 __all__ = [
     "NEEDS",
+    "MetricTitles",
     "UnknownMetricError",
     "available_metrics",
     "context_containment",
@@ -182,14 +184,49 @@ def register_metric(metric: Metric, *, replace: bool = False) -> None:
     """Add ``metric`` to the metrics of every result, after the built-in ones.
 
     A name already taken by a built-in or a registered metric is a ``ValueError``
-    unless ``replace`` (which replaces a registered one; a built-in cannot be).
+    unless ``replace`` (which replaces a registered one; a built-in cannot be); so is
+    a title another metric has (ignoring case: ``get_metric`` finds metrics by title).
     """
+    if not isinstance(metric, Metric):
+        raise TypeError(f"register_metric: {metric!r} is not a Metric")
     with _lock:
         if any(m.name == metric.name for m in _BUILTIN):
             raise ValueError(f"{metric.name!r} is a built-in metric and cannot be replaced")
         if metric.name in _registered and not replace:
             raise ValueError(f"metric {metric.name!r} is already registered; pass replace=True")
+        clash = _same_title(metric, [*_BUILTIN, *_registered.values()])
+        if clash is not None:
+            raise ValueError(
+                f"metric {metric.name!r} is titled {metric.title!r} like metric {clash.name!r}"
+            )
         _registered[metric.name] = metric
+
+
+def _same_title(metric: Metric, others: Iterable[Metric]) -> Metric | None:
+    """The first of ``others`` of another name whose title is ``metric``'s, ignoring case."""
+    title = metric.title.casefold()
+    return next((o for o in others if o.name != metric.name and o.title.casefold() == title), None)
+
+
+def _own(benchmark: Benchmark) -> list[Metric | RunMetric]:
+    """``benchmark.metrics``, checked: :class:`BenchmarkLoadError` naming the benchmark
+    for what is not a Metric or RunMetric, or a Metric titled like another metric."""
+    own: list[Metric | RunMetric] = []
+    for metric in benchmark.metrics:
+        if not isinstance(metric, (Metric, RunMetric)):
+            raise BenchmarkLoadError(
+                f"benchmark {benchmark.name!r}: metric {metric!r} is not a Metric or RunMetric"
+            )
+        if isinstance(metric, Metric):
+            peers = [m for m in own if isinstance(m, Metric)]
+            clash = _same_title(metric, [*_global(), *peers])
+            if clash is not None:
+                raise BenchmarkLoadError(
+                    f"benchmark {benchmark.name!r}: metric {metric.name!r} is titled "
+                    f"{metric.title!r} like metric {clash.name!r}; refused"
+                )
+        own.append(metric)
+    return own
 
 
 def _global() -> list[Metric]:
@@ -207,7 +244,7 @@ def metrics_of(dataset: str) -> list[Metric]:
     """The metrics of a result of ``dataset``: the global ones with its benchmark's own
     (replacing by name, else after them)."""
     benchmark = find_benchmark(dataset)
-    return _merged(_global(), () if benchmark is None else benchmark.metrics)
+    return _merged(_global(), () if benchmark is None else _own(benchmark))
 
 
 def run_metrics_of(dataset: str) -> list[RunMetric]:
@@ -215,19 +252,42 @@ def run_metrics_of(dataset: str) -> list[RunMetric]:
     benchmark = find_benchmark(dataset)
     if benchmark is None:
         return []
-    return [metric for metric in benchmark.metrics if isinstance(metric, RunMetric)]
+    return [metric for metric in _own(benchmark) if isinstance(metric, RunMetric)]
 
 
 def available_metrics() -> dict[str, Metric]:
     """Every per-question metric by name, in table order: the built-in and registered
     ones, then those only a registered benchmark defines (a benchmark's replacement of
-    a built-in is found under the benchmark, not here)."""
+    a built-in is found under the benchmark, not here). A benchmark whose metrics are
+    refused is left out, warned (:class:`BenchmarkPluginWarning`)."""
     found = {metric.name: metric for metric in _global()}
     for benchmark in benchmarks().values():
-        for metric in benchmark.metrics:
+        try:
+            own = _own(benchmark)
+        except BenchmarkLoadError as exc:
+            warn_skipped(str(exc))
+            continue
+        for metric in own:
             if isinstance(metric, Metric):
                 found.setdefault(metric.name, metric)
     return found
+
+
+class MetricTitles(Mapping[str, str]):
+    """Each metric's title by key, read when asked: a built-in or registered metric's
+    title without loading any benchmark plug-in, the others' from every benchmark."""
+
+    def __getitem__(self, name: str) -> str:
+        for metric in _global():
+            if metric.name == name:
+                return metric.title
+        return available_metrics()[name].title
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(available_metrics())
+
+    def __len__(self) -> int:
+        return len(available_metrics())
 
 
 def get_metric(name: str) -> Metric:

@@ -140,9 +140,15 @@ async def abatch_judge(
         except UnjudgeableError as exc:
             errors[index] = str(exc)
             continue
+        try:
+            # A plug-in's judge is foreign code: its failure is this question's error.
+            asked = [(r, judge.prompts[r.prompt]) for r in judge.requests(result)]
+        except Exception as exc:
+            errors[index] = f"judge of {result.dataset!r} failed: {type(exc).__name__}: {exc}"
+            continue
         keys = []
-        for request in judge.requests(result):
-            used.update(prompt_hashes({request.prompt: judge.prompts[request.prompt]}))
+        for request, template in asked:
+            used.update(prompt_hashes({request.prompt: template}))
             key = _cache_key(llm, request.text)
             requests.setdefault(key, request)
             keys.append(key)

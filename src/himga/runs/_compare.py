@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -11,11 +11,11 @@ from himga._errors import HimgaError
 from himga._extras import require
 from himga.eval import (
     UnknownMetricError,
-    available_metrics,
     get_metric,
     question_scores,
     result_groups,
 )
+from himga.eval._metric_registry import MetricTitles
 from himga.eval._paired import DEFAULT_RESAMPLES, paired_differences
 from himga.integrations import PHASES
 from himga.runs._files import save_figure
@@ -33,8 +33,9 @@ __all__ = [
     "plot_comparison",
 ]
 
-#: Short column titles of the metrics ``compare`` and ``report`` show, by metric key.
-METRIC_TITLES = {name: metric.title for name, metric in available_metrics().items()}
+#: Short column titles of the metrics ``compare`` and ``report`` show, by metric key
+#: (read when asked, so importing himga loads no benchmark plug-in).
+METRIC_TITLES: Mapping[str, str] = MetricTitles()
 OVERALL = "overall (no adversarial)"
 OVERALL_ALL = "overall (all)"
 #: What ``compare`` compares when no metric is named: each of these every run has values of.

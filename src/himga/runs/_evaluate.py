@@ -28,6 +28,7 @@ from himga.eval import (
     Shard,
     batch_judge,
     compute_metrics,
+    metrics_of,
     redact,
     run_eval,
 )
@@ -278,6 +279,8 @@ def _evaluate(
     if apart is not None and judging:
         # Its calls go through a proxy of their own when it calls another upstream.
         judge_llm = apart.metered_llm(meter.judge_upstream)
+    # A plug-in benchmark's refused metrics fail the run now, not once it is all answered.
+    metrics_of(request.dataset)
     resolution = resolve_dataset(request.dataset, path=request.data_path)
     dataset_sha256 = _dataset_checksum(resolution.path)
     samples = load_dataset(request.dataset, path=resolution.path, limit=request.limit)

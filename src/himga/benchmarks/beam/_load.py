@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import json
 import re
+import warnings
 from collections.abc import Callable, Collection, Iterator, Mapping
 from datetime import datetime
 from pathlib import Path
@@ -31,8 +32,15 @@ from typing import Any
 
 from himga.benchmarks.beam._evidence import flatten_source_ids
 from himga.data._dates import parse_session_date
-from himga.data._errors import DatasetError
-from himga.data._fields import NESTED_TOO_DEEPLY, checked, kind_of
+from himga.data._errors import DatasetError, MissingEvidenceWarning, MissingIdWarning
+from himga.data._fields import (
+    NESTED_TOO_DEEPLY,
+    REPEATED_KEY,
+    RepeatedKeyError,
+    checked,
+    kind_of,
+    unique_keys,
+)
 from himga.data._stream import iter_json_array
 from himga.data.schema import Message, QAPair, Sample, Session
 
@@ -86,8 +94,9 @@ def strip_marker(content: str) -> str:
 
 
 def conversation_dirs(tier: Path) -> list[Path]:
-    """The conversation folders of a tier folder: number-named folders, in numeric order."""
-    dirs = [p for p in tier.iterdir() if p.name.isdigit() and p.is_dir()]
+    """The conversation folders of a tier folder: folders named by an ASCII number, in
+    numeric order (``²`` is a digit to ``str.isdigit`` but no number)."""
+    dirs = [p for p in tier.iterdir() if p.name.isascii() and p.name.isdigit() and p.is_dir()]
     return sorted(dirs, key=lambda p: int(p.name))
 
 
@@ -193,7 +202,7 @@ class _Conversation:
         if not isinstance(element, dict):
             raise self.error(chat, field, f"expected a batch object, found {kind_of(element)}")
         if "turns" in element or len(element) != 1:
-            self.batch(chat, field, None, element, history)
+            self.batch(chat, field, None, element, history, index)
             return
         ((plan, batches),) = element.items()
         field = f"{field}.{plan}"
@@ -206,15 +215,26 @@ class _Conversation:
                 raise self.error(
                     chat, f"{field}[{position}]", f"expected a batch object, found {kind_of(batch)}"
                 )
-            self.batch(chat, f"{field}[{position}]", plan, batch, history)
+            self.batch(chat, f"{field}[{position}]", plan, batch, history, position)
 
     def batch(
-        self, chat: Path, field: str, plan: str | None, batch: dict[str, Any], history: _History
+        self,
+        chat: Path,
+        field: str,
+        plan: str | None,
+        batch: dict[str, Any],
+        history: _History,
+        position: int,
     ) -> None:
         def error(sub: str, problem: str) -> DatasetError:
             return self.error(chat, f"{field}.{sub}" if sub else field, problem)
 
-        number = checked(error, batch, "batch_number", int, "batch_number")
+        if batch.get("batch_number") is None:
+            # The official scripts number batches by position and never read the field.
+            number = position + 1
+            self.missing_id(error("batch_number", f"missing; numbered {number} by its position"))
+        else:
+            number = checked(error, batch, "batch_number", int, "batch_number")
         turns = checked(error, batch, "turns", list, "turns")
         session_id = f"batch-{number}" if plan is None else f"{plan}/batch-{number}"
         if session_id in history.session_ids:
@@ -226,7 +246,10 @@ class _Conversation:
             if not isinstance(turn, list):
                 raise error(f"turns[{t}]", f"expected a list of messages, found {kind_of(turn)}")
             for m, raw in enumerate(turn):
-                message, raw_anchor = self.message(error, f"turns[{t}][{m}]", raw, history)
+                where = f"turns[{t}][{m}]"
+                message, raw_anchor = self.message(
+                    error, where, raw, history, f"{session_id}/{where}"
+                )
                 if anchor is None and raw_anchor is not None and message.role == "user":
                     anchor = raw_anchor
                 messages.append(message)
@@ -239,13 +262,24 @@ class _Conversation:
         )
 
     def message(
-        self, error: Callable[[str, str], DatasetError], field: str, raw: Any, history: _History
+        self,
+        error: Callable[[str, str], DatasetError],
+        field: str,
+        raw: Any,
+        history: _History,
+        by_position: str,
     ) -> tuple[Message, str | None]:
+        """One message; without an ``id`` (the official scripts then number it by position,
+        and no ``source_chat_ids`` can name it) its turn id is ``by_position``, warned."""
         if not isinstance(raw, dict):
             raise error(field, f"expected a message object, found {kind_of(raw)}")
         role = checked(error, raw, "role", str, f"{field}.role")
         content = checked(error, raw, "content", str, f"{field}.content")
-        message_id = checked(error, raw, "id", (int, str), f"{field}.id")
+        if raw.get("id") is None:
+            message_id: int | str = by_position
+            self.missing_id(error(f"{field}.id", f"missing; turn id {by_position!r}"))
+        else:
+            message_id = checked(error, raw, "id", (int, str), f"{field}.id")
         turn_id = str(message_id)
         if turn_id in history.messages:
             raise error(f"{field}.id", f"message id {message_id!r} appears twice")
@@ -256,10 +290,16 @@ class _Conversation:
         anchor = raw.get("time_anchor")
         if anchor is not None and not isinstance(anchor, str):
             raise error(f"{field}.time_anchor", f"expected str, found {kind_of(anchor)}")
-        if len(raw) > len(_MESSAGE_FIELDS):
+        if len(raw) > 2:  # some field beyond role and content, maybe beyond the id too
             extras = {k: v for k, v in raw.items() if k not in _MESSAGE_FIELDS}
-            history.turn_extras[turn_id] = extras
+            if extras:
+                history.turn_extras[turn_id] = extras
         return message, anchor
+
+    @staticmethod
+    def missing_id(problem: DatasetError) -> None:
+        """Warn of an id the official scripts never read, numbered by position instead."""
+        warnings.warn(MissingIdWarning(str(problem)), stacklevel=3)
 
     # -- the questions -------------------------------------------------------------
 
@@ -304,9 +344,13 @@ class _Conversation:
         if not isinstance(raw, dict):
             raise error("", f"expected a question object, found {kind_of(raw)}")
         text = checked(error, raw, "question", str, "question")
-        answer_field = next((k for k in _ANSWER_FIELDS if isinstance(raw.get(k), str)), None)
+        # The first gold field present is the gold: one of another type is an error,
+        # not a reason to take the next field as gold.
+        answer_field = next((k for k in _ANSWER_FIELDS if raw.get(k) is not None), None)
         if answer_field is None:
-            raise error("answer", f"missing: none of {', '.join(_ANSWER_FIELDS)} is a string")
+            raise error("answer", f"missing: none of {', '.join(_ANSWER_FIELDS)} is given")
+        if not isinstance(raw[answer_field], str):
+            raise error(answer_field, f"expected str, found {kind_of(raw[answer_field])}")
         rubric = checked(error, raw, "rubric", list, "rubric")
         if not rubric:
             raise error("rubric", "empty: a question is scored on its rubric items")
@@ -314,7 +358,16 @@ class _Conversation:
             if not isinstance(item, str):
                 raise error(f"rubric[{position}]", f"expected str, found {kind_of(item)}")
         evidence: dict[str, None] = {}
-        if question_type != ABSTENTION:
+        if question_type != ABSTENTION and raw.get("source_chat_ids") is None:
+            # The official scripts never read it: the question is kept, without evidence
+            # (no retrieval metric for it), and counted in one warning.
+            warnings.warn(
+                MissingEvidenceWarning(
+                    f"{file}: sample {self.name}: field '{field}.source_chat_ids': missing"
+                ),
+                stacklevel=2,
+            )
+        elif question_type != ABSTENTION:
             sources = checked(error, raw, "source_chat_ids", (list, dict), "source_chat_ids")
             for path, leaf in flatten_source_ids(sources):
                 if isinstance(leaf, bool) or not isinstance(leaf, (int, str)):
@@ -342,7 +395,9 @@ class _Conversation:
 
 def _read_json(file: Path, conversation: str) -> Any:
     try:
-        return json.loads(file.read_bytes().decode("utf-8"))
+        return json.loads(file.read_bytes().decode("utf-8"), object_pairs_hook=unique_keys)
+    except RepeatedKeyError as exc:
+        raise DatasetError(file, REPEATED_KEY, sample=conversation, field=exc.key) from None
     except FileNotFoundError:
         raise DatasetError(file, "missing", sample=conversation) from None
     except UnicodeDecodeError as exc:

@@ -33,6 +33,8 @@ IMAGE_FORMAT = "{text} [shares an image: {caption}]"
 
 SINGLE_FILE = "locomo10.json"
 ZIP_FILE = "locomo10.zip"
+#: Where the zip keeps its per-conversation files.
+ZIP_LAYOUT = Path("data", "multimodal_dialog", "locomo10_v2")
 
 _SESSION = re.compile(r"session_(\d+)")
 _SESSION_DATE = re.compile(r"session_(\d+)_date_time")
@@ -45,12 +47,20 @@ _TURN_FIELDS = ("speaker", "dia_id", "text")
 
 def find_locomo(directory: Path) -> Path | None:
     """The one copy of LoCoMo in ``directory``: ``locomo10.json``, else ``locomo10.zip``,
-    else the directory itself if it holds per-conversation ``<n>.json`` files."""
+    else the directory holding per-conversation ``<n>.json`` files: ``directory``
+    itself, or its ``data/multimodal_dialog/locomo10_v2`` (the zip extracted).
+
+    Nothing deeper is searched: a stray ``<n>.json`` further down does not make a
+    directory a copy, and a directory near the filesystem root costs two listings.
+    """
     for name in (SINGLE_FILE, ZIP_FILE):
         if (directory / name).is_file():
             return directory / name
-    if any(_CONVERSATION_FILE.fullmatch(p.name) for p in directory.rglob("*.json")):
-        return directory
+    for place in (directory, directory / ZIP_LAYOUT):
+        if place.is_dir() and any(
+            _CONVERSATION_FILE.fullmatch(p.name) for p in place.glob("*.json")
+        ):
+            return place
     return None
 
 

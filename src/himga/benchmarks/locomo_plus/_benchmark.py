@@ -32,19 +32,20 @@ from himga.benchmarks.locomo import (
     ADVERSARIAL,
     CATEGORIES,
     IMAGE_FORMAT,
-    LOCOMO,
     MULTI_HOP,
     OPEN_DOMAIN,
     SINGLE_HOP,
     TEMPORAL,
+    find_locomo,
     iter_locomo,
 )
+from himga.benchmarks.locomo._loader import SINGLE_FILE, ZIP_FILE
 from himga.benchmarks.locomo_plus._items import RELATION_TYPES, item_id, read_items
 from himga.benchmarks.locomo_plus._judge import LocomoPlusJudge
 from himga.benchmarks.locomo_plus._metrics import METRICS
 from himga.benchmarks.locomo_plus._stitch import stitch
 from himga.data._download import download_file
-from himga.data._errors import DatasetNotFoundError, EvidenceWarning
+from himga.data._errors import DatasetError, DatasetNotFoundError, EvidenceWarning
 from himga.data._resolve import resolve_dataset
 from himga.data.schema import Sample
 
@@ -60,6 +61,8 @@ _URL = f"https://raw.githubusercontent.com/xjtuleeyf/Locomo-Plus/{_COMMIT}/data/
 _SHA256 = "af2fc6e5e0e88735e28d8dd1ef474b718861a73beb21779809e3b9e1a4fe3d23"
 _URL_ENV = "HIMGA_LOCOMO_PLUS_URL"  # a mirror, or a test server
 _DIRECTORIES = ("locomo-plus", "locomo_plus")
+# LoCoMo's own file names: a host found by name, never by searching a directory.
+HOST_FILES = (SINGLE_FILE, ZIP_FILE)
 # Upstream's names of LoCoMo's categories (LOCOMO_CATEGORY_NAMES of unified_input.py,
 # by the same official codes): code 3 is "common-sense" there, "open-domain" in himga.
 _UPSTREAM_NAMES = {
@@ -136,7 +139,17 @@ class LocomoPlus:
         for item in items:
             if wanted is None or item_id(item.index) in wanted:
                 host = hosts[item.index % len(hosts)]
-                yield stitch(item, host, dataset=self.name, host_file=str(host_path))
+                try:
+                    sample = stitch(item, host, dataset=self.name, host_file=str(host_path))
+                except OverflowError:
+                    raise DatasetError(
+                        path,
+                        f"{item.time_gap!r} ({item.gap_days:,} days) before the trigger puts "
+                        f"the cue outside the calendar (years 1 to 9999)",
+                        sample=f"{item_id(item.index)} (item #{item.index})",
+                        field="time_gap",
+                    ) from None
+                yield sample
 
 
 def benchmarks() -> tuple[LocomoPlus, LocomoPlus]:
@@ -166,12 +179,18 @@ def benchmarks() -> tuple[LocomoPlus, LocomoPlus]:
 
 
 def _host_path(path: Path) -> Path:
-    # Upstream's data/ layout (locomo10.json beside), then a datasets directory
-    # holding both (a locomo/ beside the file or beside its directory).
-    for directory in (path.parent, path.parent.parent):
-        found = LOCOMO.locate(directory)
+    # Upstream's data/ layout (locomo10.json or the zip beside the file), then a
+    # datasets directory holding both (a locomo/ beside the file or beside its
+    # directory), then the one beside its directory. Only LoCoMo's own file names
+    # count in a directory that is not named locomo: a stray <n>.json there is no
+    # host, and nothing is searched below.
+    for directory in (path.parent, path.parent / "locomo", path.parent.parent / "locomo"):
+        found = _host_in(directory, files_only=directory.name != "locomo")
         if found is not None:
             return found
+    found = _host_in(path.parent.parent, files_only=True)
+    if found is not None:
+        return found
     try:
         return resolve_dataset("locomo", download=False).path
     except DatasetNotFoundError as exc:
@@ -180,6 +199,12 @@ def _host_path(path: Path) -> Path:
             f"(locomo10.json / locomo10.zip, or a 'locomo' directory) nor as himga's "
             f"'locomo' dataset: {exc}"
         ) from exc
+
+
+def _host_in(directory: Path, *, files_only: bool) -> Path | None:
+    if files_only:
+        return next((directory / n for n in HOST_FILES if (directory / n).is_file()), None)
+    return find_locomo(directory) if directory.is_dir() else None
 
 
 def _with_upstream_gold(host: Sample) -> Sample:

@@ -34,6 +34,7 @@ _NUMBER_WORDS = (
     *("one", "two", "three", "four", "five", "six"),
     *("seven", "eight", "nine", "ten", "eleven", "twelve"),
 )
+_MAX_DIGITS = 9
 _COUNTS = {word: value for value, word in enumerate(_NUMBER_WORDS, start=1)}
 _VAGUE = "|".join(re.escape(v).replace(r"\ ", r"\s+") for v in VAGUE_COUNTS)
 _GAP = re.compile(
@@ -65,5 +66,8 @@ def parse_time_gap(text: str) -> int:
         vague = " ".join(match["vague"].split())
         return VAGUE_COUNTS[vague] * DAYS_PER_UNIT[match["vague_unit"]]
     count = match["count"]
+    if count.isdigit() and len(count) > _MAX_DIGITS:
+        # int() refuses over 4,300 digits, and no calendar spans such a gap anyway.
+        raise TimeGapError(f"cannot read {text!r}: {len(count)} digits is no amount of time")
     number = int(count) if count.isdigit() else _COUNTS.get(count, 1)  # missing: "a" / "an"
     return number * DAYS_PER_UNIT[match["unit"]]

@@ -8,6 +8,7 @@ any other non-blank line is an error, so nothing is dropped.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -15,13 +16,15 @@ from types import MappingProxyType
 from typing import Any
 
 from himga.benchmarks.locomo_plus._gap import TimeGapError, parse_time_gap
-from himga.data._errors import DatasetError
+from himga.data._errors import DatasetError, UnknownCategoryWarning
 from himga.data._fields import checked, kind_of, read_json
 
 __all__ = ["RELATION_TYPES", "PlusItem", "Turn", "item_id", "read_items"]
 
 #: The relation types of the published file, in report order.
 RELATION_TYPES = ("causal", "state", "goal", "value")
+#: The category of an item whose relation type is missing or not one of those.
+UNKNOWN = "unknown"
 
 _FIELDS = ("relation_type", "cue_dialogue", "trigger_query", "time_gap")
 
@@ -62,7 +65,8 @@ def read_items(path: Path) -> list[PlusItem]:
 
     Raises :class:`~himga.data.DatasetError` naming the file, the item (its
     sample id and position) and the field for malformed input: not JSON, not a
-    list of objects, a missing or non-string field, an unknown relation type, a
+    list of objects, a missing or non-string field (``relation_type``: only one that
+    is not a string; a missing or unknown one is kept as :data:`UNKNOWN`, warned), a
     dialogue line that is not ``A: ...`` / ``B: ...``, an empty dialogue, an
     unreadable ``time_gap``.
     """
@@ -80,9 +84,8 @@ def _item(path: Path, index: int, raw: Any) -> PlusItem:
 
     if not isinstance(raw, dict):
         raise DatasetError(path, f"is {kind_of(raw)}, not an object", sample=sample)
-    relation, cue, trigger, time_gap = (checked(error, raw, f, str, f) for f in _FIELDS)
-    if relation not in RELATION_TYPES:
-        raise error("relation_type", f"unknown relation type {relation!r}; known: {RELATION_TYPES}")
+    relation = _relation(path, sample, raw.get("relation_type"))
+    cue, trigger, time_gap = (checked(error, raw, f, str, f) for f in _FIELDS[1:])
     try:
         gap_days = parse_time_gap(time_gap)
     except TimeGapError as exc:
@@ -96,6 +99,26 @@ def _item(path: Path, index: int, raw: Any) -> PlusItem:
         gap_days=gap_days,
         extras=MappingProxyType({k: v for k, v in raw.items() if k not in _FIELDS}),
     )
+
+
+def _relation(path: Path, sample: str, raw: Any) -> str:
+    """The item's category: its ``relation_type``, or :data:`UNKNOWN` (warned) when it has
+    none or one outside :data:`RELATION_TYPES`: upstream's scripts never read it."""
+    if raw in RELATION_TYPES:
+        return str(raw)
+    if raw is not None and not isinstance(raw, str):
+        raise DatasetError(
+            path, f"expected str, found {kind_of(raw)}", sample=sample, field="relation_type"
+        )
+    problem = "missing" if raw is None else f"unknown relation type {raw!r}"
+    warnings.warn(
+        UnknownCategoryWarning(
+            f"{path}: sample {sample}: field 'relation_type': {problem}; "
+            f"kept as category {UNKNOWN!r}"
+        ),
+        stacklevel=2,
+    )
+    return UNKNOWN
 
 
 def _dialogue(error: Callable[[str, str], DatasetError], field: str, text: str) -> tuple[Turn, ...]:

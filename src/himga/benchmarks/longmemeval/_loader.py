@@ -2,7 +2,8 @@
 
 A record holds ``question_id``, ``question_type``, ``question``, ``answer``,
 ``question_date``, ``haystack_session_ids`` / ``haystack_dates`` /
-``haystack_sessions`` (parallel lists) and ``answer_session_ids``. Turns are
+``haystack_sessions`` (parallel lists) and ``answer_session_ids`` (optional: the
+official scripts never read it). Turns are
 ``{"role", "content"}`` plus, on evidence sessions, the gold flag ``has_answer``,
 which is moved to ``QAPair.evidence_turns`` and never reaches a ``Message``.
 
@@ -23,6 +24,7 @@ from himga.data._errors import (
     DatasetError,
     DuplicateSessionWarning,
     EvidenceWarning,
+    MissingEvidenceWarning,
     UnknownCategoryWarning,
 )
 from himga.data._fields import checked, kind_of
@@ -111,7 +113,18 @@ class _Parser:
         question_date = self.get(raw, "question_date", str, "question_date")
         session_ids = self.strings("haystack_session_ids")
         dates = self.strings("haystack_dates")
-        answer_session_ids = self.strings("answer_session_ids")
+        if raw.get("answer_session_ids") is None:
+            # The official scripts never read it (they find answer sessions by their ids):
+            # the question is kept, its evidence turns from `has_answer`, warned once.
+            warnings.warn(
+                MissingEvidenceWarning(
+                    f"{self.file}: sample {self.sample_label}: field 'answer_session_ids': missing"
+                ),
+                stacklevel=2,
+            )
+            answer_session_ids: list[str] = []
+        else:
+            answer_session_ids = self.strings("answer_session_ids")
         haystack = self.get(raw, "haystack_sessions", list, "haystack_sessions")
         for key, values in (("haystack_session_ids", session_ids), ("haystack_dates", dates)):
             if len(values) != len(haystack):

@@ -160,7 +160,7 @@ def _turns_named(turns: Sequence[str | None], gold: Collection[str], correct: se
         if turn is None:
             continue
         session, _, index = turn.rpartition(":")
-        if session in correct and index.isdigit():
+        if session in correct and index.isascii() and index.isdigit():  # not '²'
             highest[session] = max(highest.get(session, 0), int(index) + 1)
     return sum(highest.values())
 
