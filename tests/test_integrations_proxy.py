@@ -222,3 +222,46 @@ def test_settle_waits_for_a_call_answered_but_not_yet_recorded(
         expected = [("answering", 200, word_count("x y"))]
         assert [(c.phase, c.status, c.input_tokens) for c in seen] == expected
         meter.settle()  # nothing left to wait for
+
+
+class _StreamUpstream:
+    """An upstream that answers every request with ``body`` as a server-sent event stream."""
+
+    def __init__(self, body: bytes) -> None:
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.body = body
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.listener.getsockname()[1]}"
+
+    def _serve(self) -> None:
+        connection, _ = self.listener.accept()
+        with connection:
+            connection.recv(65536)
+            head = b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n"
+            length = b"content-length: %d\r\n\r\n" % len(self.body)
+            connection.sendall(head + length + self.body)
+
+
+def test_an_event_stream_with_odd_message_and_usage_values_is_counted_without_a_traceback(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    stream = (
+        b'data: {"type": "error", "message": "overloaded"}\n\n'
+        b'data: {"message": ["a", "list"]}\n\n'
+        b'data: {"message": null, "usage": {"prompt_tokens": true, "completion_tokens": 2}}\n\n'
+        b"data: [DONE]\n\n"
+    )
+    assert _tokens(stream, "text/event-stream") == (None, 2)
+    upstream = _StreamUpstream(stream)
+    with RecordingProxy(upstream.url) as proxy:
+        client = http.client.HTTPConnection("127.0.0.1", int(proxy.base_url.rsplit(":", 1)[1]))
+        client.request("POST", "/v1/chat/completions", b"{}")
+        assert client.getresponse().read() == stream
+        client.close()
+        proxy.settle()
+        (call,) = proxy.calls
+    assert (call.status, call.input_tokens, call.output_tokens) == (200, None, 2)
+    assert "Traceback" not in capsys.readouterr().err
