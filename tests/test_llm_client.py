@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import json
 import sys
 import threading
 import warnings
 from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import ClassVar
 
 import anthropic
 import openai
@@ -417,7 +420,7 @@ class _NullUsageServer:
     """An OpenAI- and Anthropic-compatible server on loopback whose every reply reports
     ``usage`` with ``null`` token counts, as some gateways and local servers do."""
 
-    OPENAI = {
+    OPENAI: ClassVar[dict[str, object]] = {
         "id": "c1",
         "object": "chat.completion",
         "created": 0,
@@ -431,7 +434,7 @@ class _NullUsageServer:
         ],
         "usage": {"prompt_tokens": None, "completion_tokens": None, "total_tokens": None},
     }
-    ANTHROPIC = {
+    ANTHROPIC: ClassVar[dict[str, object]] = {
         "id": "m1",
         "type": "message",
         "role": "assistant",
@@ -442,9 +445,6 @@ class _NullUsageServer:
     }
 
     def __init__(self) -> None:
-        import json
-        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-
         replies = {"/v1/chat/completions": self.OPENAI, "/v1/messages": self.ANTHROPIC}
 
         class Handler(BaseHTTPRequestHandler):
