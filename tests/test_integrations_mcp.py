@@ -4,6 +4,7 @@ streamable HTTP, configuration errors, provenance to the turn, offline."""
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -181,3 +182,33 @@ def test_a_server_that_cannot_start_is_an_error_naming_it() -> None:
     missing = MCPMemory(command="no-such-command-himga")
     with pytest.raises(IntegrationError, match="not on PATH"):
         missing.ingest(TURNS[0], SESSION)
+
+
+def test_a_key_or_text_field_the_results_lack_is_an_error_naming_it(http_server: str) -> None:
+    for setting, field in (("key_field", "id"), ("text_field", "text")):
+        memory = MCPMemory(url=http_server, **{setting: field})  # type: ignore[arg-type]
+        memory.ingest(TURNS[0], SESSION)
+        with pytest.raises(
+            IntegrationError,
+            match=f"no {setting} '{field}'; it holds 'name', 'entityType', 'observations'",
+        ):
+            memory.search("hiking", 5)
+        memory.reset()
+
+
+def test_a_server_printing_garbage_is_summarised_in_one_error_not_a_flood_of_tracebacks(
+    capfd: pytest.CaptureFixture[str],
+) -> None:
+    garbage = (
+        "import time\nfor i in range(500): print('garbage line', i, flush=True)\ntime.sleep(30)"
+    )
+    memory = MCPMemory(command=sys.executable, args=["-c", garbage], timeout=2)
+    with pytest.raises(IntegrationError) as info:
+        memory.ingest(TURNS[0], SESSION)
+    message = str(info.value)
+    assert "no MCP handshake in 2 s" in message
+    assert re.search(r"could not read \d+ line\(s\) of its output, the first:", message)
+    assert "input_value='garbage line 0'" in message
+    err = capfd.readouterr().err
+    assert "Traceback" not in err
+    assert len(err) < 2000  # one line said once, not one traceback per line
