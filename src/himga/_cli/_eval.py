@@ -56,7 +56,8 @@ def register(commands: Any) -> None:
         default=[],
         metavar="KEY=VALUE",
         help="constructor argument of the memory (repeatable; VALUE is JSON if it parses, "
-        "else a string), e.g. --memory-arg k=20",
+        "else a string; a parameter annotated bool takes true/false in any case), "
+        "e.g. --memory-arg k=20",
     )
     parser.add_argument(
         "--memory-timeout",
