@@ -4,13 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import gc
-import json
 import sys
 import threading
 import warnings
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import ClassVar
 
 import anthropic
 import openai
@@ -37,6 +34,7 @@ from himga.llm import (
     get_client,
     word_count,
 )
+from tests.canned_llm import CannedLLMServer, anthropic_reply, openai_reply
 
 PROVIDERS = ["anthropic", "openai"]
 SECRET = "sk-test-0123456789-secret"
@@ -416,67 +414,18 @@ def test_usage_totals_equal_the_sum_of_per_call_usage(
         )
 
 
-class _NullUsageServer:
-    """An OpenAI- and Anthropic-compatible server on loopback whose every reply reports
-    ``usage`` with ``null`` token counts, as some gateways and local servers do."""
-
-    OPENAI: ClassVar[dict[str, object]] = {
-        "id": "c1",
-        "object": "chat.completion",
-        "created": 0,
-        "model": "m",
-        "choices": [
-            {
-                "index": 0,
-                "finish_reason": "stop",
-                "message": {"role": "assistant", "content": "the answer"},
-            }
-        ],
-        "usage": {"prompt_tokens": None, "completion_tokens": None, "total_tokens": None},
-    }
-    ANTHROPIC: ClassVar[dict[str, object]] = {
-        "id": "m1",
-        "type": "message",
-        "role": "assistant",
-        "model": "m",
-        "content": [{"type": "text", "text": "the answer"}],
-        "stop_reason": "end_turn",
-        "usage": {"input_tokens": None, "output_tokens": None},
-    }
-
-    def __init__(self) -> None:
-        replies = {"/v1/chat/completions": self.OPENAI, "/v1/messages": self.ANTHROPIC}
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:
-                self.rfile.read(int(self.headers.get("Content-Length") or 0))
-                body = json.dumps(replies[self.path]).encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-            def log_message(self, format: str, *args: object) -> None:
-                pass
-
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
-        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
-
-
 @pytest.mark.usefixtures("loopback_only")
 @pytest.mark.parametrize("provider", PROVIDERS)
 def test_null_token_counts_keep_the_answer_and_count_the_call_unmetered(provider: str) -> None:
-    upstream = _NullUsageServer()
-    try:
-        base_url = upstream.url if provider == "anthropic" else upstream.url + "/v1"
+    openai_null = {"prompt_tokens": None, "completion_tokens": None, "total_tokens": None}
+    with CannedLLMServer(
+        openai=openai_reply("the answer", openai_null),
+        anthropic=anthropic_reply("the answer", {"input_tokens": None, "output_tokens": None}),
+    ) as upstream:
+        base_url = getattr(upstream, f"{provider}_base_url")
         client = get_client(provider, api_key=SECRET, base_url=base_url, max_retries=0)
         assert client.chat(_user("q")) == "the answer"
         completion = asyncio.run(client.achat(_user("q")))
-        assert (completion.text, completion.metered) == ("the answer", False)
-        assert (completion.input_tokens, completion.output_tokens) == (0, 0)
-        assert client.usage == TokenUsage(calls=2, unmetered_calls=2)
-    finally:
-        upstream.httpd.shutdown()
-        upstream.httpd.server_close()
+    assert (completion.text, completion.metered) == ("the answer", False)
+    assert (completion.input_tokens, completion.output_tokens) == (0, 0)
+    assert client.usage == TokenUsage(calls=2, unmetered_calls=2)
