@@ -3,9 +3,7 @@ streamable HTTP, configuration errors, provenance to the turn, offline."""
 
 from __future__ import annotations
 
-import os
 import re
-import shutil
 import socket
 import subprocess
 import sys
@@ -22,32 +20,15 @@ from himga.memory import SearchableMemory, load_memory
 from himga.testing import check_memory
 from tests.integration_support import SESSION, TURNS
 
-pytestmark = pytest.mark.usefixtures("loopback_only")
+# Every test here may start the pinned npm server (the preset's default), which the
+# suite installs itself (the `mcp_node` fixture, tests/mcp_node.py).
+pytestmark = pytest.mark.usefixtures("loopback_only", "mcp_node")
 
 
-@pytest.fixture(scope="module")
-def reference_server() -> None:
-    """The pinned npm server (``npm ci --prefix integrations/mcp-node``) and node: under
-    CI=true their absence fails the test, elsewhere it skips it."""
-    problems = []
-    if shutil.which("node") is None:
-        problems.append("node is not on PATH")
-    try:
-        mcp_adapter._server_memory_script()
-    except IntegrationConfigError as exc:
-        problems.append(str(exc))
-    if problems:
-        if os.environ.get("CI") == "true":
-            pytest.fail("; ".join(problems))
-        pytest.skip("; ".join(problems))
-
-
-@pytest.mark.usefixtures("reference_server")
 def test_reference_server_passes_the_kit() -> None:
     check_memory(MCPMemory, max_examples=25)
 
 
-@pytest.mark.usefixtures("reference_server")
 def test_questions_find_turns_term_by_term_with_their_ids() -> None:
     memory = MCPMemory(k=2)
     assert isinstance(memory, SearchableMemory)
@@ -71,7 +52,6 @@ def test_questions_find_turns_term_by_term_with_their_ids() -> None:
     assert [hit.turn_id for hit in whole.search("painting", 5)] == ["D1:2"]
 
 
-@pytest.mark.usefixtures("reference_server")
 def test_instances_share_the_server_but_not_their_turns_and_reset_deletes() -> None:
     first, second = MCPMemory(), MCPMemory()
     first.ingest(TURNS[1], SESSION)
