@@ -9,7 +9,9 @@ import json
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
-from typing import Any, Self
+from typing import Any
+
+from typing_extensions import Self
 
 
 def openai_reply(text: str, usage: dict[str, Any] | None = None) -> dict[str, Any]:

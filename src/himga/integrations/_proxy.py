@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
-from typing import Any
+from typing import Any, TypeGuard
 from urllib.parse import urlsplit
 
 from typing_extensions import Self
@@ -213,7 +213,7 @@ def _json(text: str | bytes) -> Any:
         return None
 
 
-def _is_count(value: Any) -> bool:
+def _is_count(value: object) -> TypeGuard[int]:
     """A token count as a server may report it: an int, not a bool (JSON ``true``)."""
     return isinstance(value, int) and not isinstance(value, bool)
 
