@@ -222,7 +222,7 @@ def _usage_error(args: argparse.Namespace) -> str | None:
 def run(args: argparse.Namespace) -> int:
     from himga._extras import MissingExtraError
     from himga.data import DatasetError, DatasetNotFoundError, UnknownDatasetError
-    from himga.eval import CheckpointError
+    from himga.eval import CheckpointError, RayClusterError, WorkerStartError
     from himga.llm import LLMConfigError
     from himga.memory import MemoryLoadError
     from himga.runs import PreflightFailedError, RunDirError, RunReadError, default_run_directory
@@ -241,9 +241,11 @@ def run(args: argparse.Namespace) -> int:
         LLMConfigError,
         MemoryLoadError,
         MissingExtraError,
+        RayClusterError,
         RunDirError,
         RunReadError,
         UnknownDatasetError,
+        WorkerStartError,
     )
     with warnings.catch_warnings():
         # Dataset repairs (e.g. an evidence id naming no turn) as one line each.

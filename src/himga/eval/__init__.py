@@ -26,7 +26,7 @@ from himga.eval._ranking import (
     evidence_recall_at_k,
     ndcg_at_k,
 )
-from himga.eval._ray import RayExecutor, WorkerStartError
+from himga.eval._ray import RayClusterError, RayExecutor, WorkerStartError
 from himga.eval._redact import redact
 from himga.eval._result import EvalResult, MemoryCallError
 from himga.eval._run import arun_eval, run_eval
@@ -51,6 +51,7 @@ __all__ = [
     "Metric",
     "MetricNeed",
     "PhaseMeter",
+    "RayClusterError",
     "RayExecutor",
     "RunIdentity",
     "RunMetric",
