@@ -359,6 +359,31 @@ def test_more_workers_or_resources_than_the_cluster_has_are_refused_at_once(
     ):
         with pytest.raises(RayClusterError, match=re.escape(short)):
             run_eval(samples[:1], agent=AgentSpec(memory="keyword"), executor=executor)
+    # Enough CPUs in all, but another job holds one: the second worker never starts.
+    import ray
+
+    remote: Any = ray.remote
+    holder = remote(num_cpus=1)(_Holder).remote()
+    try:
+        ray.get(holder.ready.remote())
+        with pytest.raises(
+            WorkerStartError,
+            match=r"did not start \(be placed and build the agent\) within 2 s: .* CPU=0 free",
+        ):
+            run_eval(
+                samples[:1],
+                agent=AgentSpec(memory="keyword"),
+                executor=RayExecutor(num_workers=2, start_timeout=2),
+            )
+    finally:
+        ray.kill(holder)
+
+
+class _Holder:
+    """An actor that only holds the CPU it reserved."""
+
+    def ready(self) -> bool:
+        return True
 
 
 def _eval_command(tmp_path: Path, *argv: str) -> list[str]:

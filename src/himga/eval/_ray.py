@@ -167,10 +167,11 @@ class RayExecutor:
     that does not accept a connection within 10 s, and workers reserving more of
     a resource than the cluster has in total (``num_workers`` times
     ``worker_resources``; an autoscaling cluster must be scaled up first), raise
-    :class:`RayClusterError` before any actor starts; workers not all started
-    within ``start_timeout`` seconds (the resources exist but others hold them)
-    raise :class:`WorkerStartError`. Ctrl-C stops the run while samples are in
-    flight (the driver waits on Ray in short slices), and the actors are killed.
+    :class:`RayClusterError` before any actor starts; workers not all started --
+    placed, and their agent built -- within ``start_timeout`` seconds (the
+    resources exist but others hold them) raise :class:`WorkerStartError`. Ctrl-C
+    stops the run while samples are in flight (the driver waits on Ray in short
+    slices), and the actors are killed.
     """
 
     address: str | None = "auto"
@@ -322,11 +323,13 @@ class RayExecutor:
             left = deadline - time.monotonic()
             if left <= 0:
                 late = ", ".join(str(asked.index(ref)) for ref in waiting)
+                demand, free = self._demand(), ray.available_resources()
                 raise WorkerStartError(
-                    f"Ray worker(s) {late} did not start within {self.start_timeout:g} s: "
-                    f"each reserves {_shown(self._demand())} and the cluster has "
-                    f"{_shown(ray.available_resources())} free; free some, ask for fewer "
-                    f"workers, or scale the cluster up"
+                    f"Ray worker(s) {late} did not start (be placed and build the agent) "
+                    f"within {self.start_timeout:g} s: "
+                    f"each reserves {_shown(demand)} and the cluster has "
+                    f"{_shown({name: free.get(name, 0) for name in demand})} free; free "
+                    f"some, ask for fewer workers, or scale the cluster up"
                 )
             _, waiting = ray.wait(
                 waiting, num_returns=len(waiting), timeout=min(left, _WAIT_SLICE_S)
