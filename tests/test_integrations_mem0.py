@@ -250,7 +250,9 @@ def test_nothing_optional_is_loaded_or_fetched_whatever_is_installed(
     assert touched == []
 
 
-def test_an_extraction_reply_mem0_cannot_parse_is_an_error_not_an_empty_memory() -> None:
+def test_an_extraction_reply_mem0_cannot_parse_is_an_error_not_an_empty_memory(
+    tmp_path: Path,
+) -> None:
     # A local server that does not enforce response_format: the model answered prose.
     prose = openai_reply("Sure! The facts are: Caroline went hiking.")
     with CannedLLMServer(openai=prose) as server:
@@ -261,3 +263,11 @@ def test_an_extraction_reply_mem0_cannot_parse_is_an_error_not_an_empty_memory()
             r"Error parsing extraction response",
         ):
             memory.ingest(TURNS[0], SESSION)
+        # himga eval records it on every question of the sample and exits 3, not 0.
+        out = tmp_path / "run"
+        argv = ["eval", "--data-path", str(_locomo(tmp_path / "locomo10.json"))]
+        argv += ["--memory", "mem0", "--memory-arg", "infer=true", "--memory-arg", "embedder=hash"]
+        argv += ["--memory-arg", f"llm_base_url={server.openai_base_url}"]
+        assert main([*argv, "--no-preflight", "--out", str(out), "--no-progress"]) == 3
+    _, metrics, _ = read_run(out)
+    assert metrics["counts"]["memory_errors"] == metrics["counts"]["questions"] == 2
