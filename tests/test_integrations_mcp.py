@@ -13,12 +13,14 @@ from pathlib import Path
 
 import pytest
 
+from himga._cli import main
 from himga.data.schema import Message
 from himga.integrations import IntegrationConfigError, IntegrationError, MCPMemory
 from himga.integrations import _mcp as mcp_adapter
 from himga.memory import SearchableMemory, load_memory
 from himga.testing import check_memory
-from tests.integration_support import SESSION, TURNS
+from tests.data_fixtures import write_json
+from tests.integration_support import LOCOMO, SESSION, TURNS
 
 # Every test here may start the pinned npm server (the preset's default), which the
 # suite installs itself (the `mcp_node` fixture, tests/mcp_node.py).
@@ -192,3 +194,16 @@ def test_a_server_printing_garbage_is_summarised_in_one_error_not_a_flood_of_tra
     err = capfd.readouterr().err
     assert "Traceback" not in err
     assert len(err) < 2000  # one line said once, not one traceback per line
+
+
+def test_himga_eval_with_a_key_field_the_results_lack_fails_pre_flight_naming_it(
+    http_server: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    data = write_json(tmp_path / "locomo.json", LOCOMO)
+    argv = ["eval", "--dataset", "locomo", "--data-path", str(data), "--no-progress"]
+    argv += ["--memory", "mcp", "--memory-arg", f"url={http_server}"]
+    argv += ["--memory-arg", "key_field=id", "--out", str(tmp_path / "run")]
+    assert main(argv) == 2  # was: pre-flight passed, exit 0, every recall 0.000
+    assert "no key_field 'id'; it holds 'name', 'entityType', 'observations'" in (
+        capsys.readouterr().err
+    )
