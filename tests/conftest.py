@@ -12,6 +12,7 @@ from hypothesis import HealthCheck, settings
 
 from tests.browser import browser, chromium, offline_page
 from tests.loopback_server import LoopbackServer
+from tests.mcp_node import require_mcp_node
 from tests.network_guard import loopback_only
 from tests.view_support import make_runs
 
@@ -83,3 +84,10 @@ def server() -> Iterator[LoopbackServer]:
     served.httpd.shutdown()
     served.httpd.server_close()
     thread.join()
+
+
+@pytest.fixture(scope="session")
+def mcp_node() -> None:
+    """The pinned npm MCP server in ``integrations/mcp-node``, installed by ``npm ci`` on
+    first use; without node, fails under CI=true and skips elsewhere (tests/mcp_node.py)."""
+    require_mcp_node()

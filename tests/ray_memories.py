@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 
 from himga.data import Message, Session
@@ -33,3 +34,19 @@ class CrashingMemory(KeywordMemory):
                 marker.touch()
                 os._exit(1)
         super().ingest(message, session)
+
+
+class HangingMemory(KeywordMemory):
+    """A :class:`~himga.memory.KeywordMemory` that hangs in its first ingest, after creating
+    the file ``started`` names (so a test knows a worker is inside it)."""
+
+    def __init__(self, started: str, k: int = 10) -> None:
+        super().__init__(k=k)
+        self.started = started
+
+    def __repr__(self) -> str:
+        return f"HangingMemory(k={self.k})"
+
+    def ingest(self, message: Message, session: Session) -> None:
+        Path(self.started).touch()
+        time.sleep(3600)

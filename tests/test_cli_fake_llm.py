@@ -86,3 +86,20 @@ def test_a_responder_that_cannot_be_loaded_is_a_one_line_error(
     assert main(["fake-llm", "--port", "0", "--responder", spec]) == 2
     (line,) = capsys.readouterr().err.splitlines()
     assert line.startswith(f"himga fake-llm: error: --responder {spec!r}")
+
+
+@pytest.mark.parametrize("latency", ["1e308", "inf", "nan", "-1", "86401"])
+def test_a_latency_out_of_range_is_a_one_line_error(
+    latency: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # 1e308 used to be accepted and overflow the serving thread's wait at the first request.
+    with pytest.raises(ValueError, match="latency must be in"):
+        FakeLLMServer(latency=float(latency))
+    assert main(["fake-llm", "--port", "0", "--latency", latency]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err.splitlines() == [
+        f"himga fake-llm: error: latency must be in [0, 86400] seconds, got {float(latency)!r}"
+    ]
+    with pytest.raises(ValueError, match="retry_after_ms must be None or in"):
+        FakeLLMServer(retry_after_ms=float(latency) * 1000)

@@ -12,8 +12,12 @@ import dataclasses
 import ipaddress
 import json
 import os
+import re
+import signal
+import socket
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -23,11 +27,19 @@ import pytest
 from himga._cli import main
 from himga._extras import MissingExtraError
 from himga.data import Sample, load_dataset
-from himga.eval import AgentSpec, RayExecutor, WorkerStartError, compute_metrics, run_eval
+from himga.eval import (
+    AgentSpec,
+    RayClusterError,
+    RayExecutor,
+    WorkerStartError,
+    compute_metrics,
+    run_eval,
+)
 from himga.eval._ray import _ray
 from himga.llm import ChatMessage, FakeLLMServer, RecordedRequest
 from himga.runs import PER_RUN_FIELDS
 from tests import cost_support
+from tests.conftest import PROJECT_ROOT
 from tests.data_fixtures import read_run, write_json
 from tests.integration_support import LOCOMO
 from tests.test_eval_progress import keep_progress_models
@@ -350,3 +362,88 @@ def test_without_ray_installed_the_error_names_the_extra(monkeypatch: pytest.Mon
     monkeypatch.setitem(sys.modules, "ray", None)
     with pytest.raises(MissingExtraError, match=r"himga\[ray\]"):
         _ray()
+
+
+def test_more_workers_or_resources_than_the_cluster_has_are_refused_at_once(
+    cluster: Any, samples: list[Sample]
+) -> None:
+    # The cluster has 2 CPUs and no GPU: Ray would keep such actors pending for ever.
+    for executor, short in (
+        (RayExecutor(num_workers=3), "3 x CPU=1 needs 3, it has 2"),
+        (RayExecutor(num_workers=1, worker_resources={"GPU": 1}), "1 x GPU=1 needs 1, it has 0"),
+    ):
+        with pytest.raises(RayClusterError, match=re.escape(short)):
+            run_eval(samples[:1], agent=AgentSpec(memory="keyword"), executor=executor)
+    # Enough CPUs in all, but another job holds one: the second worker never starts.
+    import ray
+
+    remote: Any = ray.remote
+    holder = remote(num_cpus=1)(_Holder).remote()
+    try:
+        ray.get(holder.ready.remote())
+        with pytest.raises(
+            WorkerStartError,
+            match=r"did not start \(be placed and build the agent\) within 2 s: .* CPU=0 free",
+        ):
+            run_eval(
+                samples[:1],
+                agent=AgentSpec(memory="keyword"),
+                executor=RayExecutor(num_workers=2, start_timeout=2),
+            )
+    finally:
+        ray.kill(holder)
+
+
+class _Holder:
+    """An actor that only holds the CPU it reserved."""
+
+    def ready(self) -> bool:
+        return True
+
+
+def _eval_command(tmp_path: Path, *argv: str) -> list[str]:
+    data = write_json(tmp_path / "locomo.json", LOCOMO)
+    return [
+        *(sys.executable, "-m", "himga", "eval", "--dataset", "locomo", "--data-path", str(data)),
+        *("--no-preflight", "--no-progress", "--out", str(tmp_path / "out"), *argv),
+    ]
+
+
+def test_an_unreachable_address_is_a_one_line_error_not_a_wait(tmp_path: Path) -> None:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]  # closed once the block ends: nothing listens
+    command = _eval_command(tmp_path, "--memory", "keyword", "--ray", f"127.0.0.1:{port}")
+    started = time.monotonic()
+    done = subprocess.run(command, capture_output=True, text=True, timeout=120, check=False)
+    assert time.monotonic() - started < 60
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.startswith(
+        f"himga eval: error: cannot reach the Ray cluster at '127.0.0.1:{port}': "
+    )
+    assert len(done.stderr.splitlines()) == 1
+
+
+def test_ctrl_c_stops_a_ray_run_whose_memory_hangs(cluster: Any, tmp_path: Path) -> None:
+    started = tmp_path / "started"
+    command = _eval_command(
+        tmp_path,
+        *("--memory", "tests.ray_memories:HangingMemory", "--memory-arg", f"started={started}"),
+        *("--ray", cluster.address, "--workers", "1"),
+    )
+    run = subprocess.Popen(command, stderr=subprocess.PIPE, text=True, cwd=PROJECT_ROOT)
+    try:
+        deadline = time.monotonic() + 90
+        while not started.exists():  # a worker is inside the hanging ingest
+            assert run.poll() is None, run.communicate()[1]
+            assert time.monotonic() < deadline, "the worker never reached the memory"
+            time.sleep(0.1)
+        run.send_signal(signal.SIGINT)
+        _, stderr = run.communicate(timeout=30)
+    finally:
+        if run.poll() is None:
+            run.kill()
+            run.wait()
+    assert run.returncode == 130, stderr
+    assert "himga eval: interrupted (Ctrl-C)" in stderr
+    assert "Traceback" not in stderr

@@ -3,8 +3,7 @@ streamable HTTP, configuration errors, provenance to the turn, offline."""
 
 from __future__ import annotations
 
-import os
-import shutil
+import re
 import socket
 import subprocess
 import sys
@@ -14,39 +13,24 @@ from pathlib import Path
 
 import pytest
 
+from himga._cli import main
 from himga.data.schema import Message
 from himga.integrations import IntegrationConfigError, IntegrationError, MCPMemory
 from himga.integrations import _mcp as mcp_adapter
 from himga.memory import SearchableMemory, load_memory
 from himga.testing import check_memory
-from tests.integration_support import SESSION, TURNS
+from tests.data_fixtures import write_json
+from tests.integration_support import LOCOMO, SESSION, TURNS
 
-pytestmark = pytest.mark.usefixtures("loopback_only")
-
-
-@pytest.fixture(scope="module")
-def reference_server() -> None:
-    """The pinned npm server (``npm ci --prefix integrations/mcp-node``) and node: under
-    CI=true their absence fails the test, elsewhere it skips it."""
-    problems = []
-    if shutil.which("node") is None:
-        problems.append("node is not on PATH")
-    try:
-        mcp_adapter._server_memory_script()
-    except IntegrationConfigError as exc:
-        problems.append(str(exc))
-    if problems:
-        if os.environ.get("CI") == "true":
-            pytest.fail("; ".join(problems))
-        pytest.skip("; ".join(problems))
+# Every test here may start the pinned npm server (the preset's default), which the
+# suite installs itself (the `mcp_node` fixture, tests/mcp_node.py).
+pytestmark = pytest.mark.usefixtures("loopback_only", "mcp_node")
 
 
-@pytest.mark.usefixtures("reference_server")
 def test_reference_server_passes_the_kit() -> None:
     check_memory(MCPMemory, max_examples=25)
 
 
-@pytest.mark.usefixtures("reference_server")
 def test_questions_find_turns_term_by_term_with_their_ids() -> None:
     memory = MCPMemory(k=2)
     assert isinstance(memory, SearchableMemory)
@@ -70,7 +54,6 @@ def test_questions_find_turns_term_by_term_with_their_ids() -> None:
     assert [hit.turn_id for hit in whole.search("painting", 5)] == ["D1:2"]
 
 
-@pytest.mark.usefixtures("reference_server")
 def test_instances_share_the_server_but_not_their_turns_and_reset_deletes() -> None:
     first, second = MCPMemory(), MCPMemory()
     first.ingest(TURNS[1], SESSION)
@@ -181,3 +164,46 @@ def test_a_server_that_cannot_start_is_an_error_naming_it() -> None:
     missing = MCPMemory(command="no-such-command-himga")
     with pytest.raises(IntegrationError, match="not on PATH"):
         missing.ingest(TURNS[0], SESSION)
+
+
+def test_a_key_or_text_field_the_results_lack_is_an_error_naming_it(http_server: str) -> None:
+    for setting, field in (("key_field", "id"), ("text_field", "text")):
+        memory = MCPMemory(url=http_server, **{setting: field})  # type: ignore[arg-type]
+        memory.ingest(TURNS[0], SESSION)
+        with pytest.raises(
+            IntegrationError,
+            match=f"no {setting} '{field}'; it holds 'name', 'entityType', 'observations'",
+        ):
+            memory.search("hiking", 5)
+        memory.reset()
+
+
+def test_a_server_printing_garbage_is_summarised_in_one_error_not_a_flood_of_tracebacks(
+    capfd: pytest.CaptureFixture[str],
+) -> None:
+    garbage = (
+        "import time\nfor i in range(500): print('garbage line', i, flush=True)\ntime.sleep(30)"
+    )
+    memory = MCPMemory(command=sys.executable, args=["-c", garbage], timeout=2)
+    with pytest.raises(IntegrationError) as info:
+        memory.ingest(TURNS[0], SESSION)
+    message = str(info.value)
+    assert "no MCP handshake in 2 s" in message
+    assert re.search(r"could not read \d+ line\(s\) of its output, the first:", message)
+    assert "input_value='garbage line 0'" in message
+    err = capfd.readouterr().err
+    assert "Traceback" not in err
+    assert len(err) < 2000  # one line said once, not one traceback per line
+
+
+def test_himga_eval_with_a_key_field_the_results_lack_fails_pre_flight_naming_it(
+    http_server: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    data = write_json(tmp_path / "locomo.json", LOCOMO)
+    argv = ["eval", "--dataset", "locomo", "--data-path", str(data), "--no-progress"]
+    argv += ["--memory", "mcp", "--memory-arg", f"url={http_server}"]
+    argv += ["--memory-arg", "key_field=id", "--out", str(tmp_path / "run")]
+    assert main(argv) == 2  # was: pre-flight passed, exit 0, every recall 0.000
+    assert "no key_field 'id'; it holds 'name', 'entityType', 'observations'" in (
+        capsys.readouterr().err
+    )

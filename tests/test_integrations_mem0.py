@@ -5,23 +5,26 @@ The last test runs ``himga eval --memory mem0 --memory-arg infer=true`` against 
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import signal
 import subprocess
 import sys
+import types
 from pathlib import Path
 
 import pytest
 
 from himga._cli import main
 from himga._extras import MissingExtraError
-from himga.integrations import IntegrationConfigError, Mem0Memory
+from himga.integrations import IntegrationConfigError, IntegrationError, Mem0Memory
 from himga.integrations import _mem0 as mem0_adapter
 from himga.llm import FakeLLMServer
 from himga.llm._protocol import ChatMessage
 from himga.memory import SearchableMemory, load_memory
 from himga.testing import check_memory
+from tests.canned_llm import CannedLLMServer, openai_reply
 from tests.data_fixtures import read_run, write_json
 from tests.integration_support import SESSION, TURNS
 
@@ -201,3 +204,70 @@ def test_eval_with_infer_true_stores_the_fake_llm_s_facts(tmp_path: Path) -> Non
     )
     for result in results:  # only what the LLM extracted was stored
         assert all(" Fact: " in line for line in result["context"].splitlines())
+
+
+def test_nothing_optional_is_loaded_or_fetched_whatever_is_installed(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """fastembed and spaCy installed (simulated): mem0 would load fastembed's BM25 model
+    and spaCy's en_core_web_sm, both downloaded from a hub on first use, and mix them into
+    its ranking. The adapter keeps both unloaded; the network guard fails any connection."""
+    touched: list[str] = []
+
+    class SparseTextEmbedding:
+        def __init__(self, model_name: str) -> None:
+            touched.append(f"fastembed {model_name}")
+            raise RuntimeError("would download from the hub")
+
+    def is_package(name: str) -> bool:
+        touched.append(f"spacy {name}")
+        return False
+
+    def download(name: str) -> None:
+        touched.append(f"spacy download {name}")
+        raise RuntimeError("would download from the hub")
+
+    fastembed = types.ModuleType("fastembed")
+    fastembed.SparseTextEmbedding = SparseTextEmbedding  # type: ignore[attr-defined]
+    spacy = types.ModuleType("spacy")
+    spacy.util = types.SimpleNamespace(is_package=is_package)  # type: ignore[attr-defined]
+    spacy_cli = types.ModuleType("spacy.cli")
+    spacy_cli.download = download  # type: ignore[attr-defined]
+    spacy.cli = spacy_cli  # type: ignore[attr-defined]
+    for name, module in (("fastembed", fastembed), ("spacy", spacy), ("spacy.cli", spacy_cli)):
+        monkeypatch.setitem(sys.modules, name, module)
+    mem0_adapter._mem0_module()  # mem0 imported as himga imports it: telemetry off
+    spacy_models = importlib.import_module("mem0.utils.spacy_models")
+    for switch in ("_load_failed_full", "_load_failed_lemma"):  # as in a fresh process
+        monkeypatch.setattr(spacy_models, switch, False)
+    memory = Mem0Memory(embedder="hash")
+    for turn in TURNS:
+        memory.ingest(turn, SESSION)
+    assert memory.search("Who knocked over the painting?", 3)
+    memory.reset()
+    memory.ingest(TURNS[0], SESSION)
+    assert [hit.turn_id for hit in memory.search("hiking", 3)] == [TURNS[0].turn_id]
+    assert touched == []
+
+
+def test_an_extraction_reply_mem0_cannot_parse_is_an_error_not_an_empty_memory(
+    tmp_path: Path,
+) -> None:
+    # A local server that does not enforce response_format: the model answered prose.
+    prose = openai_reply("Sure! The facts are: Caroline went hiking.")
+    with CannedLLMServer(openai=prose) as server:
+        memory = Mem0Memory(infer=True, embedder="hash", llm_base_url=server.openai_base_url)
+        with pytest.raises(
+            IntegrationError,
+            match=r"mem0 failed to store turn 'D1:1' and said so only in its log \(1 error\(s\)\): "
+            r"Error parsing extraction response",
+        ):
+            memory.ingest(TURNS[0], SESSION)
+        # himga eval records it on every question of the sample and exits 3, not 0.
+        out = tmp_path / "run"
+        argv = ["eval", "--data-path", str(_locomo(tmp_path / "locomo10.json"))]
+        argv += ["--memory", "mem0", "--memory-arg", "infer=true", "--memory-arg", "embedder=hash"]
+        argv += ["--memory-arg", f"llm_base_url={server.openai_base_url}"]
+        assert main([*argv, "--no-preflight", "--out", str(out), "--no-progress"]) == 3
+    _, metrics, _ = read_run(out)
+    assert metrics["counts"]["memory_errors"] == metrics["counts"]["questions"] == 2

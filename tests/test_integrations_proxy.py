@@ -143,14 +143,11 @@ def test_upstream_must_be_an_http_url() -> None:
         _ = RecordingProxy("http://127.0.0.1:1").base_url
 
 
-class _SlowUpstream:
-    """An upstream that sends its reply's head and first chunk, then the rest when told."""
-
-    BODY = b'{"usage": {"prompt_tokens": 4, "completion_tokens": 2}}'
+class _OneCallUpstream:
+    """An upstream on loopback that reads one request and answers it with :meth:`_answer`."""
 
     def __init__(self) -> None:
         self.listener = socket.create_server(("127.0.0.1", 0))
-        self.go_on = threading.Event()
         threading.Thread(target=self._serve, daemon=True).start()
 
     @property
@@ -161,12 +158,28 @@ class _SlowUpstream:
         connection, _ = self.listener.accept()
         with connection:
             connection.recv(65536)
-            head = b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n"
-            connection.sendall(head + b"transfer-encoding: chunked\r\n\r\n5\r\n" + self.BODY[:5])
-            self.go_on.wait(10)
-            rest = self.BODY[5:]
-            with contextlib.suppress(OSError):  # the client may have left
-                connection.sendall(b"\r\n%x\r\n%s\r\n0\r\n\r\n" % (len(rest), rest))
+            self._answer(connection)
+
+    def _answer(self, connection: socket.socket) -> None:
+        raise NotImplementedError
+
+
+class _SlowUpstream(_OneCallUpstream):
+    """An upstream that sends its reply's head and first chunk, then the rest when told."""
+
+    BODY = b'{"usage": {"prompt_tokens": 4, "completion_tokens": 2}}'
+
+    def __init__(self) -> None:
+        self.go_on = threading.Event()
+        super().__init__()
+
+    def _answer(self, connection: socket.socket) -> None:
+        head = b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n"
+        connection.sendall(head + b"transfer-encoding: chunked\r\n\r\n5\r\n" + self.BODY[:5])
+        self.go_on.wait(10)
+        rest = self.BODY[5:]
+        with contextlib.suppress(OSError):  # the client may have left
+            connection.sendall(b"\r\n%x\r\n%s\r\n0\r\n\r\n" % (len(rest), rest))
 
 
 def test_a_reply_is_passed_on_as_its_bytes_arrive() -> None:
@@ -229,3 +242,38 @@ def test_settle_waits_for_a_call_answered_but_not_yet_recorded(
         expected = [("answering", 200, word_count("x y"))]
         assert [(c.phase, c.status, c.input_tokens) for c in seen] == expected
         meter.settle()  # nothing left to wait for
+
+
+class _StreamUpstream(_OneCallUpstream):
+    """An upstream that answers with ``body`` as a server-sent event stream."""
+
+    def __init__(self, body: bytes) -> None:
+        self.body = body
+        super().__init__()
+
+    def _answer(self, connection: socket.socket) -> None:
+        head = b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n"
+        length = b"content-length: %d\r\n\r\n" % len(self.body)
+        connection.sendall(head + length + self.body)
+
+
+def test_an_event_stream_with_odd_message_and_usage_values_is_counted_without_a_traceback(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    stream = (
+        b'data: {"type": "error", "message": "overloaded"}\n\n'
+        b'data: {"message": ["a", "list"]}\n\n'
+        b'data: {"message": null, "usage": {"prompt_tokens": true, "completion_tokens": 2}}\n\n'
+        b"data: [DONE]\n\n"
+    )
+    assert _tokens(stream, "text/event-stream") == (None, 2)
+    upstream = _StreamUpstream(stream)
+    with RecordingProxy(upstream.url) as proxy:
+        client = http.client.HTTPConnection("127.0.0.1", int(proxy.base_url.rsplit(":", 1)[1]))
+        client.request("POST", "/v1/chat/completions", b"{}")
+        assert client.getresponse().read() == stream
+        client.close()
+        proxy.settle()
+        (call,) = proxy.calls
+    assert (call.status, call.input_tokens, call.output_tokens) == (200, None, 2)
+    assert "Traceback" not in capsys.readouterr().err

@@ -34,6 +34,7 @@ from himga.llm import (
     get_client,
     word_count,
 )
+from tests.canned_llm import CannedLLMServer, anthropic_reply, openai_reply
 
 PROVIDERS = ["anthropic", "openai"]
 SECRET = "sk-test-0123456789-secret"
@@ -411,3 +412,20 @@ def test_usage_totals_equal_the_sum_of_per_call_usage(
         assert usage.output_tokens - before.output_tokens == sum(per_call[n:]) + word_count(
             sync_text
         )
+
+
+@pytest.mark.usefixtures("loopback_only")
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_null_token_counts_keep_the_answer_and_count_the_call_unmetered(provider: str) -> None:
+    openai_null = {"prompt_tokens": None, "completion_tokens": None, "total_tokens": None}
+    with CannedLLMServer(
+        openai=openai_reply("the answer", openai_null),
+        anthropic=anthropic_reply("the answer", {"input_tokens": None, "output_tokens": None}),
+    ) as upstream:
+        base_url = getattr(upstream, f"{provider}_base_url")
+        client = get_client(provider, api_key=SECRET, base_url=base_url, max_retries=0)
+        assert client.chat(_user("q")) == "the answer"
+        completion = asyncio.run(client.achat(_user("q")))
+    assert (completion.text, completion.metered) == ("the answer", False)
+    assert (completion.input_tokens, completion.output_tokens) == (0, 0)
+    assert client.usage == TokenUsage(calls=2, unmetered_calls=2)

@@ -59,7 +59,8 @@ def register(commands: Any) -> None:
         default=[],
         metavar="KEY=VALUE",
         help="keyword argument for the memory's factory, as himga eval takes it (repeatable; "
-        "VALUE is parsed as JSON when it parses, else kept as a string)",
+        "VALUE is parsed as JSON when it parses, else kept as a string; a parameter "
+        "annotated bool takes true/false in any case)",
     )
     parser.add_argument(
         "--max-examples",

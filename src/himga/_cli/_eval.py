@@ -61,7 +61,8 @@ def register(commands: Any) -> None:
         default=[],
         metavar="KEY=VALUE",
         help="constructor argument of the memory (repeatable; VALUE is JSON if it parses, "
-        "else a string), e.g. --memory-arg k=20",
+        "else a string; a parameter annotated bool takes true/false in any case), "
+        "e.g. --memory-arg k=20",
     )
     parser.add_argument(
         "--memory-timeout",
@@ -273,7 +274,7 @@ def run(args: argparse.Namespace) -> int:
         QuestionFileError,
         UnknownDatasetError,
     )
-    from himga.eval import CheckpointError
+    from himga.eval import CheckpointError, RayClusterError, WorkerStartError
     from himga.llm import LLMConfigError
     from himga.memory import MemoryLoadError
     from himga.runs import PreflightFailedError, RunDirError, RunReadError, default_run_directory
@@ -294,9 +295,11 @@ def run(args: argparse.Namespace) -> int:
         MissingExtraError,
         QuestionFileError,
         BenchmarkLoadError,
+        RayClusterError,
         RunDirError,
         RunReadError,
         UnknownDatasetError,
+        WorkerStartError,
     )
     with warnings.catch_warnings():
         # Dataset repairs (e.g. an evidence id naming no turn) as one line each.

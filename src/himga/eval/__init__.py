@@ -32,7 +32,7 @@ from himga.eval._ranking import (
     evidence_recall_at_k,
     ndcg_at_k,
 )
-from himga.eval._ray import RayExecutor, WorkerStartError
+from himga.eval._ray import RayClusterError, RayExecutor, WorkerStartError
 from himga.eval._result import EvalResult, MemoryCallError
 from himga.eval._run import arun_eval, run_eval
 from himga.eval._shard import Shard, ShardSpecError
@@ -56,6 +56,7 @@ __all__ = [
     "Metric",
     "MetricNeed",
     "PhaseMeter",
+    "RayClusterError",
     "RayExecutor",
     "RunIdentity",
     "RunMetric",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import threading
 from collections.abc import Callable, Iterable, Mapping
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
@@ -25,9 +26,14 @@ class Executor(Protocol):
     ``options.checkpoint`` (a ``Ledger`` does the bookkeeping)."""
 
     def run(
-        self, samples: Iterable[Sample], spec: AgentSpec, options: EvalOptions
+        self,
+        samples: Iterable[Sample],
+        spec: AgentSpec,
+        options: EvalOptions,
+        stop: threading.Event | None = None,
     ) -> list[EvalResult]:
-        """Evaluate every question of ``samples``."""
+        """Evaluate every question of ``samples``; once ``stop`` is set (the caller was
+        interrupted: it runs on a thread of its own), stop soon, by raising."""
         ...
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import socket
 import threading
 import time
 from collections import deque
@@ -23,11 +24,31 @@ from himga.eval._spec import AgentSpec
 from himga.integrations import ProxyCall
 from himga.integrations._meter import RunMeter
 
-__all__ = ["RayExecutor", "WorkerStartError"]
+__all__ = ["RayClusterError", "RayExecutor", "RunStopped", "WorkerStartError"]
 
 #: Samples in flight per actor: one running, one queued behind it, so an actor
 #: never waits for the driver and a lost actor costs at most two samples' work.
 SAMPLES_IN_FLIGHT = 2
+#: Seconds each wait on Ray lasts at most: Ray's waits block in C++, where Python
+#: cannot deliver Ctrl-C, so the driver waits in slices this long.
+_WAIT_SLICE_S = 0.2
+#: Seconds to reach a cluster's address before ``ray.init``, which retries for ever.
+_CONNECT_TIMEOUT_S = 10.0
+
+
+class RunStopped(HimgaError, RuntimeError):
+    """The run was told to stop (its caller was interrupted): what it finished is in
+    the checkpoint, its actors are killed."""
+
+
+def _check_stop(stop: threading.Event) -> None:
+    if stop.is_set():
+        raise RunStopped("the Ray run was stopped (its caller was interrupted)")
+
+
+class RayClusterError(HimgaError, RuntimeError):
+    """The Ray cluster cannot run the evaluation as asked: its address does not answer,
+    or it has fewer CPUs, GPUs or custom resources than the workers reserve."""
 
 
 class WorkerStartError(HimgaError, RuntimeError):
@@ -164,6 +185,16 @@ class RayExecutor:
     the results. A call counts only once its worker returns: the calls of an
     attempt lost with its actor (a sample retried after the actor died, or
     failed for good) are not counted, although they were made and paid for.
+
+    Nothing waits for ever: an ``address`` (``host:port``, or ``ray://host:port``)
+    that does not accept a connection within 10 s, and workers reserving more of
+    a resource than the cluster has in total (``num_workers`` times
+    ``worker_resources``; an autoscaling cluster must be scaled up first), raise
+    :class:`RayClusterError` before any actor starts; workers not all started --
+    placed, and their agent built -- within ``start_timeout`` seconds (the
+    resources exist but others hold them) raise :class:`WorkerStartError`. Ctrl-C
+    stops the run while samples are in flight (the driver waits on Ray in short
+    slices), and the actors are killed.
     """
 
     address: str | None = "auto"
@@ -173,8 +204,11 @@ class RayExecutor:
     max_restarts: int = 3
     max_task_retries: int = 3
     on_call: Callable[[ProxyCall], None] | None = None
+    start_timeout: float = 300.0
 
     def __post_init__(self) -> None:
+        if not 0 < self.start_timeout < float("inf"):
+            raise ValueError(f"start_timeout must be > 0 seconds, got {self.start_timeout}")
         if self.num_workers < 1:
             raise ValueError(f"num_workers must be >= 1, got {self.num_workers}")
         if self.max_restarts < 0 or self.max_task_retries < 0:
@@ -190,6 +224,26 @@ class RayExecutor:
         if any(value < 0 for value in self.worker_resources.values()):
             raise ValueError(f"worker_resources must be >= 0, got {dict(self.worker_resources)}")
 
+    def _demand(self) -> dict[str, float]:
+        """What one actor reserves, by Ray resource name (zero amounts left out)."""
+        return {name: amount for name, amount in self.worker_resources.items() if amount}
+
+    def _check_resources(self, ray: Any) -> None:
+        """:class:`RayClusterError` when the workers together reserve more of a resource
+        than the whole cluster has: Ray would keep them pending for ever."""
+        total = ray.cluster_resources()
+        short = [
+            f"{self.num_workers} x {name}={amount:g} needs {self.num_workers * amount:g}, "
+            f"it has {total.get(name, 0):g}"
+            for name, amount in self._demand().items()
+            if self.num_workers * amount > total.get(name, 0)
+        ]
+        if short:
+            raise RayClusterError(
+                f"the Ray cluster cannot start {self.num_workers} worker(s): "
+                f"{'; '.join(short)} (ask for fewer --workers or less --worker-resource)"
+            )
+
     def _actor_options(self) -> dict[str, Any]:
         resources = dict(self.worker_resources)
         options: dict[str, Any] = {
@@ -203,7 +257,11 @@ class RayExecutor:
         return options
 
     def run(
-        self, samples: Iterable[Sample], spec: AgentSpec, options: EvalOptions
+        self,
+        samples: Iterable[Sample],
+        spec: AgentSpec,
+        options: EvalOptions,
+        stop: threading.Event | None = None,
     ) -> list[EvalResult]:
         """What :func:`~himga.eval.run_eval` returns for ``spec`` run here with ``options``,
         computed on Ray (``options.max_concurrency`` and ``memory_factory`` do not apply:
@@ -211,20 +269,27 @@ class RayExecutor:
 
         ``options.identity`` (default: the workers' common one) keys the checkpoint;
         the judge, dataset and search depth it names are passed to the workers, whose
-        identities must equal it.
+        identities must equal it. Once ``stop`` is set the run raises
+        :class:`RunStopped` within a wait slice, its actors killed.
         """
         ray = _ray()
         connected_here = not ray.is_initialized()
         if connected_here:
+            _check_reachable(self.address)
             ray.init(address=self.address, include_dashboard=False, log_to_driver=False)
         try:
-            return self._evaluate(ray, list(samples), spec, options)
+            return self._evaluate(ray, list(samples), spec, options, stop or threading.Event())
         finally:
             if connected_here:
                 ray.shutdown()
 
     def _evaluate(
-        self, ray: Any, samples: list[Sample], spec: AgentSpec, options: EvalOptions
+        self,
+        ray: Any,
+        samples: list[Sample],
+        spec: AgentSpec,
+        options: EvalOptions,
+        stop: threading.Event,
     ) -> list[EvalResult]:
         identity = options.identity
         context: dict[str, Any] = {"search_k": options.search_k}
@@ -237,6 +302,7 @@ class RayExecutor:
         per_worker = None
         if self.llm_concurrency_total is not None:
             per_worker = self.llm_concurrency_total // self.num_workers
+        self._check_resources(ray)
         actor_class = ray.remote(_Worker).options(**self._actor_options())
         actors = [
             actor_class.remote(
@@ -245,7 +311,7 @@ class RayExecutor:
             for _ in range(self.num_workers)
         ]
         try:
-            expected = self._common_identity(ray, actors, identity)
+            expected = self._common_identity(ray, actors, identity, stop)
             ledger = Ledger(
                 options.checkpoint,
                 expected,
@@ -261,7 +327,7 @@ class RayExecutor:
                     pending = ledger.plan(sample)
                     if pending:
                         work.append((sample, pending))
-                self._schedule(ray, actors, work, ledger)
+                self._schedule(ray, actors, work, ledger, stop)
             finally:
                 ledger.close()
             return ledger.results()
@@ -270,14 +336,33 @@ class RayExecutor:
                 ray.kill(actor, no_restart=True)
 
     def _common_identity(
-        self, ray: Any, actors: list[Any], identity: RunIdentity | None
+        self, ray: Any, actors: list[Any], identity: RunIdentity | None, stop: threading.Event
     ) -> RunIdentity:
         """The run's identity (default: the first worker's); :class:`WorkerStartError`
         unless every worker built an agent of it."""
+        asked = [actor.identity.remote() for actor in actors]
+        deadline = time.monotonic() + self.start_timeout
+        waiting = list(asked)
+        while waiting:
+            _check_stop(stop)
+            left = deadline - time.monotonic()
+            if left <= 0:
+                late = ", ".join(str(asked.index(ref)) for ref in waiting)
+                demand, free = self._demand(), ray.available_resources()
+                raise WorkerStartError(
+                    f"Ray worker(s) {late} did not start (be placed and build the agent) "
+                    f"within {self.start_timeout:g} s: "
+                    f"each reserves {_shown(demand)} and the cluster has "
+                    f"{_shown({name: free.get(name, 0) for name in demand})} free; free "
+                    f"some, ask for fewer workers, or scale the cluster up"
+                )
+            _, waiting = ray.wait(
+                waiting, num_returns=len(waiting), timeout=min(left, _WAIT_SLICE_S)
+            )
         reported = []
-        for number, actor in enumerate(actors):
+        for number, ref in enumerate(asked):
             try:
-                reported.append(RunIdentity.from_dict(ray.get(actor.identity.remote())))
+                reported.append(RunIdentity.from_dict(ray.get(ref)))
             except ray.exceptions.RayError as exc:
                 raise WorkerStartError(
                     f"Ray worker {number} could not build the agent from the spec: {exc}"
@@ -298,6 +383,7 @@ class RayExecutor:
         actors: list[Any],
         work: deque[tuple[Sample, list[QAPair]]],
         ledger: Ledger,
+        stop: threading.Event,
     ) -> None:
         live = list(range(len(actors)))
         load = dict.fromkeys(live, 0)
@@ -318,7 +404,8 @@ class RayExecutor:
                     ledger.progress.skip(turns=turn_count(sample))
                     ledger.fail(sample, pending, "no Ray worker is left alive")
                 break
-            ready, _ = ray.wait(list(in_flight), num_returns=1)
+            _check_stop(stop)
+            ready, _ = ray.wait(list(in_flight), num_returns=1, timeout=_WAIT_SLICE_S)
             for ref in ready:
                 number, sample, pending = in_flight.pop(ref)
                 load[number] -= 1
@@ -349,6 +436,33 @@ class RayExecutor:
                         asked.discard(result.question_id)
                 missing = [qa for qa in pending if qa.question_id in asked]
                 ledger.fail(sample, missing, "the worker returned no result for it")
+
+
+def _shown(resources: Mapping[str, float]) -> str:
+    return ", ".join(f"{name}={amount:g}" for name, amount in sorted(resources.items())) or "none"
+
+
+def _check_reachable(address: str | None) -> None:
+    """:class:`RayClusterError` unless ``address`` (``host:port``, ``ray://host:port``)
+    accepts a TCP connection within :data:`_CONNECT_TIMEOUT_S`: ``ray.init`` retries an
+    address that does not answer for ever. ``None`` and ``"auto"`` / ``"local"`` (Ray
+    finds or starts the cluster itself, and says so when it cannot) are not probed."""
+    if address is None or address in ("auto", "local"):
+        return
+    location = address.removeprefix("ray://")
+    host, colon, port = location.rpartition(":")
+    if not colon or not port.isdigit():
+        raise RayClusterError(
+            f"Ray address {address!r}: expected HOST:PORT, ray://HOST:PORT or 'auto'"
+        )
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=_CONNECT_TIMEOUT_S).close()
+    except OSError as exc:
+        reason = exc.strerror or str(exc) or type(exc).__name__
+        raise RayClusterError(
+            f"cannot reach the Ray cluster at {address!r}: {reason} (is `ray start --head` "
+            f"running there, and is the port the GCS's, 6379 by default?)"
+        ) from exc
 
 
 def _after_retries(executor: RayExecutor, exc: Exception) -> str:

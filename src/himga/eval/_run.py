@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import threading
 from collections.abc import Iterable
 
 from typing_extensions import Unpack
@@ -44,7 +45,14 @@ async def arun_eval(
                     "and each worker's memory factory is the spec's: pass neither "
                     "max_concurrency nor memory_factory"
                 )
-            return await asyncio.to_thread(executor.run, samples, agent, chosen)
+            stop = threading.Event()
+            try:
+                return await asyncio.to_thread(executor.run, samples, agent, chosen, stop)
+            except asyncio.CancelledError:
+                # Ctrl-C cancels this task, but asyncio.run then waits for the thread:
+                # tell the executor to end it (and its workers) rather than run on.
+                stop.set()
+                raise
         spec = agent
         agent = spec.build()
         chosen = dataclasses.replace(

@@ -8,6 +8,7 @@ import concurrent.futures
 import contextlib
 import itertools
 import json
+import logging
 import math
 import os
 import shutil
@@ -111,6 +112,62 @@ def _fill(template: Any, values: Mapping[str, Any], setting: str) -> Any:
     return template
 
 
+_SESSIONS = itertools.count(1)
+_THREAD_PREFIX = "himga-mcp-"
+_log = logging.getLogger("himga.integrations")
+
+
+class _SDKLogTally(logging.Filter):
+    """Keeps the MCP SDK's stdio transport records of a himga session off the terminal.
+
+    The SDK logs a full traceback for every stdout line of the server that is not an
+    MCP message: a server printing garbage floods stderr with megabytes. A record
+    logged on a session's thread is counted instead, its first one kept as one line
+    for the session's errors and said once on the ``himga.integrations`` logger.
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._lock = threading.Lock()
+        self._tally: dict[str, tuple[int, str]] = {}
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        thread = record.threadName or ""
+        if not thread.startswith(_THREAD_PREFIX):
+            return True
+        first = record.getMessage()
+        if record.exc_info is not None and record.exc_info[1] is not None:
+            first += f": {' '.join(str(record.exc_info[1]).split())}"
+        first = first[:300]
+        with self._lock:
+            count, kept = self._tally.get(thread, (0, first))
+            self._tally[thread] = (count + 1, kept)
+        if count == 0:
+            _log.warning(
+                "MCP server %s: %s (further such lines are counted, not shown)",
+                " ".join(thread.split()[1:]),
+                first,
+            )
+        return False
+
+    def summary(self, thread: str) -> str:
+        """``"; the MCP SDK could not read N lines of its output, the first: ..."``, or ``""``."""
+        with self._lock:
+            count, first = self._tally.get(thread, (0, ""))
+        if not count:
+            return ""
+        return f"; the MCP SDK could not read {count} line(s) of its output, the first: {first}"
+
+    def forget(self, thread: str) -> None:
+        with self._lock:
+            self._tally.pop(thread, None)
+
+
+_SDK_LOG = _SDKLogTally()
+# The SDK's stdio transport logs under its module's name (mcp/client/stdio.py).
+logging.getLogger("mcp.client.stdio").addFilter(_SDK_LOG)
+
+
 class _ToolSession:
     """One MCP client connection, driven by its own thread and event loop.
 
@@ -126,7 +183,9 @@ class _ToolSession:
         self._errlog = errlog
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(
-            target=self._loop.run_forever, name=f"himga-mcp {what}", daemon=True
+            target=self._loop.run_forever,
+            name=f"{_THREAD_PREFIX}{next(_SESSIONS)} {what}",
+            daemon=True,
         )
         self._thread.start()
         ready: concurrent.futures.Future[asyncio.Queue[Any]] = concurrent.futures.Future()
@@ -134,10 +193,15 @@ class _ToolSession:
         try:
             self._queue = ready.result(timeout)
         except BaseException as exc:
+            detail = self._stderr()  # before the loop stops and its tally is forgotten
             self._stop_loop()
+            reason = (
+                f"no MCP handshake in {timeout} s"
+                if isinstance(exc, TimeoutError)
+                else f"{type(exc).__name__}: {exc}"
+            )
             raise IntegrationError(
-                f"cannot connect to the MCP server {what}: {type(exc).__name__}: {exc}"
-                f"{self._stderr()}"
+                f"cannot connect to the MCP server {what}: {reason}{detail}"
             ) from exc
 
     async def _serve(
@@ -195,12 +259,14 @@ class _ToolSession:
         self._thread.join(self.timeout)
         if not self._thread.is_alive():
             self._loop.close()
+            _SDK_LOG.forget(self._thread.name)
 
     def _stderr(self) -> str:
+        unread = _SDK_LOG.summary(self._thread.name)
         if self._errlog is None or not self._errlog.is_file():
-            return ""
+            return unread
         tail = self._errlog.read_text("utf-8", "replace").strip()[-2000:]
-        return f"; the server's stderr ends: {tail}" if tail else ""
+        return f"{unread}; the server's stderr ends: {tail}" if tail else unread
 
 
 class _SessionPool:
@@ -429,13 +495,35 @@ class MCPMemory:
             )
         items: list[tuple[str, str]] = []
         for item in payload:
-            key = item.get(self._settings["key_field"]) if isinstance(item, Mapping) else None
+            key = self._field(item, "key_field")
             if isinstance(key, str) and key in self._turns:
-                text = item.get(self._settings["text_field"], "")
+                text = self._field(item, "text_field")
                 items.append(
                     (key, " ".join(map(str, text)) if isinstance(text, list) else str(text))
                 )
         return items
+
+    def _field(self, item: Any, setting: str) -> Any:
+        """The value of the field ``setting`` names in one search result item.
+
+        An item that is not an object, or lacks the field, means the configuration does
+        not match the server (every key would be unknown, every recall 0): it is an
+        :class:`IntegrationError` naming the field and what the item held, not a miss.
+        """
+        field = self._settings[setting]
+        where = (
+            f"MCP tool {self._settings['search_tool']!r}: an item at {self._settings['results']!r}"
+        )
+        if not isinstance(item, Mapping):
+            raise IntegrationError(
+                f"{where} is not an object: {json.dumps(item, default=str)[:200]}"
+            )
+        if field not in item:
+            held = ", ".join(map(repr, item)) or "nothing"
+            raise IntegrationError(
+                f"{where} has no {setting} {field!r}; it holds {held}: set {setting} to one of them"
+            )
+        return item[field]
 
     def search(self, query: str, k: int, /) -> list[Hit]:
         """At most ``k`` of this instance's turns for ``query``, best first (see the class)."""

@@ -5,16 +5,18 @@ from __future__ import annotations
 import atexit
 import collections
 import functools
+import logging
 import os
 import shutil
 import tempfile
+import threading
 import uuid
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from himga._extras import require
 from himga.data.schema import Message, Session
-from himga.integrations._errors import IntegrationConfigError
+from himga.integrations._errors import IntegrationConfigError, IntegrationError
 from himga.memory._protocol import Hit
 
 if TYPE_CHECKING:
@@ -56,6 +58,73 @@ def _mem0_module() -> Any:
             "set MEM0_TELEMETRY=False in the environment, or import himga.integrations first"
         )
     return mem0
+
+
+def _pin_offline(memory: Any) -> None:
+    """Keep a ``mem0.Memory`` in process whatever else is installed, ranking by its
+    embeddings alone.
+
+    mem0's search mixes in what optional packages provide when they are importable:
+    BM25 scores from fastembed (a himga extra), which first downloads the
+    ``Qdrant/bm25`` model from the Hugging Face hub, and entity boosts and lemmas
+    from spaCy, which first downloads ``en_core_web_sm``. Offline that retries for
+    about 40 s, and either way the ranking would depend on an unrelated install.
+    Both are set to mem0's own "tried and failed" state (``vector_store._bm25_encoder``
+    is ``False``; ``mem0.utils.spacy_models._load_failed_*`` are true, for the
+    process), so neither is ever imported. A mem0 without those switches is refused
+    rather than let online.
+    """
+    spacy_models: Any = require("mem0.utils.spacy_models", extra="mem0", purpose=_PURPOSE)
+    switches = ("_load_failed_full", "_load_failed_lemma")
+    store = memory.vector_store
+    if not all(name in vars(spacy_models) for name in switches) or "_bm25_encoder" not in vars(
+        store
+    ):
+        raise IntegrationConfigError(
+            "this mem0 version has no switch himga knows to keep its BM25 (fastembed) and "
+            "spaCy models from being downloaded; install mem0ai 2.2.x (see pyproject.toml)"
+        )
+    for name in switches:
+        setattr(spacy_models, name, True)
+    store._bm25_encoder = False
+
+
+class _Mem0ErrorLog(logging.Filter):
+    """The errors mem0 logs (and otherwise swallows) while a thread is in :meth:`watch`.
+
+    mem0 logs a reply it cannot parse ("Error parsing extraction response"), a memory
+    it fails to insert, and goes on having stored nothing: left alone a run exits 0 with
+    recall 0. Records at ERROR and above on a watched thread are kept for the caller
+    (and not printed: the caller raises them); other threads' pass through.
+    """
+
+    class _Watched(threading.local):
+        errors: list[str] | None = None
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._local = self._Watched()
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        errors = self._local.errors
+        if errors is None or record.levelno < logging.ERROR:
+            return True
+        errors.append(record.getMessage())
+        return False
+
+    def watch(self) -> list[str]:
+        """Start collecting this thread's errors into the list returned."""
+        errors: list[str] = []
+        self._local.errors = errors
+        return errors
+
+    def stop(self) -> None:
+        self._local.errors = None
+
+
+_MEM0_ERRORS = _Mem0ErrorLog()
+# The logger of mem0.memory.main, where Memory.add logs what it swallows.
+logging.getLogger("mem0.memory.main").addFilter(_MEM0_ERRORS)
 
 
 class _EmbedderForMem0:
@@ -103,7 +172,10 @@ class Mem0Memory:
     message and the scope's previous 10 and skips facts it already holds, so a fact
     may come from any of them: its hit's ``turn_id`` is the turn being added and
     ``derived_from`` lists all of them (fewer at the start). mem0's own failures
-    (an LLM that does not answer) propagate as mem0 raises them. It is an
+    (an LLM that does not answer) propagate as mem0 raises them; those it only logs
+    (an extraction reply it cannot parse, a memory it cannot insert) are raised by
+    ``ingest`` as :class:`~himga.integrations.IntegrationError`. Search ranks by
+    the embeddings alone, whatever else is installed (see :func:`_pin_offline`). It is an
     :class:`~himga.memory.EndpointUser`: ``himga eval`` counts those calls per phase.
 
     Needs the ``mem0`` extra.
@@ -157,6 +229,7 @@ class Mem0Memory:
             "history_db_path": ":memory:",
         }
         self._memory: Any = mem0.Memory.from_config(config)
+        _pin_offline(self._memory)
         self._memory.embedding_model = _EmbedderForMem0(embedder)
         self._user = f"himga-{uuid.uuid4().hex}"
         self._recent: collections.deque[str] = collections.deque(maxlen=_MEM0_CONTEXT_MESSAGES + 1)
@@ -200,7 +273,16 @@ class Mem0Memory:
         }
         if self.infer:
             metadata["himga_derived_from"] = list(self._recent)
-        self._memory.add([item], user_id=self._user, metadata=metadata, infer=self.infer)
+        errors = _MEM0_ERRORS.watch()
+        try:
+            self._memory.add([item], user_id=self._user, metadata=metadata, infer=self.infer)
+        finally:
+            _MEM0_ERRORS.stop()
+        if errors:
+            raise IntegrationError(
+                f"mem0 failed to store turn {message.turn_id!r} and said so only in its "
+                f"log ({len(errors)} error(s)): {errors[0][:300]}"
+            )
 
     def search(self, query: str, k: int, /) -> list[Hit]:
         """mem0's best ``k`` memories for ``query``; none for a blank query or ``k`` < 1."""
@@ -229,4 +311,5 @@ class Mem0Memory:
     def reset(self) -> None:
         """mem0's ``Memory.reset``: the collection and the history are recreated empty."""
         self._memory.reset()
+        _pin_offline(self._memory)  # in case mem0 made a new vector store
         self._recent.clear()

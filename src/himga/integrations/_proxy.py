@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
-from typing import Any
+from typing import Any, TypeGuard
 from urllib.parse import urlsplit
 
 from typing_extensions import Self
@@ -268,18 +268,23 @@ def _json(text: str | bytes) -> Any:
         return None
 
 
+def _is_count(value: object) -> TypeGuard[int]:
+    """A token count as a server may report it: an int, not a bool (JSON ``true``)."""
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
 def _usage_tokens(usage: Mapping[str, Any]) -> tuple[int | None, int | None]:
     """(input, output) tokens of an OpenAI or Anthropic ``usage`` object; input ``None``
     when it reports none (an Anthropic ``message_delta`` reports only output)."""
     output = usage.get("completion_tokens", usage.get("output_tokens"))
-    output = output if isinstance(output, int) else None
+    output = output if _is_count(output) else None
     prompt = usage.get("prompt_tokens", usage.get("input_tokens"))
-    if not isinstance(prompt, int):
+    if not _is_count(prompt):
         return None, output
     cached = sum(
         value
         for key in ("cache_creation_input_tokens", "cache_read_input_tokens")
-        if isinstance(value := usage.get(key), int)
+        if _is_count(value := usage.get(key))
     )
     return prompt + cached, output or 0
 
@@ -293,7 +298,12 @@ def _tokens(body: bytes, content_type: str) -> tuple[int | None, int | None]:
             event = _json(line[5:]) if line.startswith("data:") else None
             if not isinstance(event, Mapping):
                 continue
-            usage = event.get("usage") or (event.get("message") or {}).get("usage")
+            usage = event.get("usage")
+            message = event.get("message")
+            # Anthropic nests the usage in a ``message`` object; in any other event
+            # ``message`` may be anything (a string, a list) and holds no usage.
+            if usage is None and isinstance(message, Mapping):
+                usage = message.get("usage")
             if isinstance(usage, Mapping):
                 prompt, output = _usage_tokens(usage)
                 # Anthropic: input in message_start, the running output count in each

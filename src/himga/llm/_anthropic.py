@@ -9,6 +9,7 @@ from himga._extras import require
 from himga.llm._client import SDKClient, check_roles
 from himga.llm._errors import LLMConfigError, LLMError
 from himga.llm._protocol import ChatMessage, Completion
+from himga.llm._usage import reported_count
 
 __all__ = ["AnthropicClient"]
 
@@ -83,9 +84,15 @@ class AnthropicClient(SDKClient):
                 model=self._model,
                 status_code=None,
             )
+        # Anthropic-compatible gateways may send null counts: the answer is kept, unmetered.
+        prompt = completion = None
+        if reply.usage is not None:
+            prompt = reported_count(reply.usage.input_tokens)
+            completion = reported_count(reply.usage.output_tokens)
         return Completion(
             text="".join(texts),
-            input_tokens=reply.usage.input_tokens,
-            output_tokens=reply.usage.output_tokens,
+            input_tokens=prompt or 0,
+            output_tokens=completion or 0,
             model=reply.model,
+            metered=prompt is not None and completion is not None,
         )

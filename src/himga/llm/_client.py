@@ -291,7 +291,9 @@ class SDKClient(ABC):
         except LLMError:
             self._usage.add_failure()
             raise
-        self._usage.add_call(completion.input_tokens, completion.output_tokens)
+        self._usage.add_call(
+            completion.input_tokens, completion.output_tokens, metered=completion.metered
+        )
         if key is not None and self.cache is not None:
             # What the file keeps (redacted), so a reply now is the reply a hit gives later.
             return self.cache.put(key, completion)

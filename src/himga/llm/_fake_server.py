@@ -57,6 +57,8 @@ Responder = Callable[[ChatRequest], str | Reply]
 
 _STOP_WAIT = 10.0
 _MAX_PORT = 65535
+# A day: longer is a slip (1e308 overflowed the server thread's wait and killed it).
+_MAX_DELAY_S = 86_400.0
 _ANTHROPIC_PATH = "/v1/messages"
 _OPENAI_PATH = "/v1/chat/completions"
 
@@ -154,7 +156,7 @@ class FakeLLMServer:
     say "json" in its messages, and a ``tool_choice`` must name an offered tool;
     violations get a 400 with an ``invalid_request_error`` body.
 
-    ``latency`` seconds are slept in every request before it is answered.
+    ``latency`` seconds (at most a day) are slept in every request before it is answered.
     ``port`` 0 (the default) binds a free port; ``base_url`` says which.
     Handles many concurrent connections (one daemon thread each).
     """
@@ -174,8 +176,13 @@ class FakeLLMServer:
         api_key: str | None = None,
         port: int = 0,
     ) -> None:
-        if latency < 0:
-            raise ValueError(f"latency must be >= 0 seconds, got {latency!r}")
+        if not 0 <= latency <= _MAX_DELAY_S:  # NaN fails both comparisons
+            raise ValueError(f"latency must be in [0, {_MAX_DELAY_S:g}] seconds, got {latency!r}")
+        if retry_after_ms is not None and not 0 <= retry_after_ms <= _MAX_DELAY_S * 1000:
+            raise ValueError(
+                f"retry_after_ms must be None or in [0, {_MAX_DELAY_S * 1000:g}], "
+                f"got {retry_after_ms!r}"
+            )
         if not 0 <= port <= _MAX_PORT:
             raise ValueError(f"port must be in 0-{_MAX_PORT} (0: any free port), got {port!r}")
         if fail_first < 0:

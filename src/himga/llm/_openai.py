@@ -10,6 +10,7 @@ from himga._extras import require
 from himga.llm._client import SDKClient, check_roles, public_url
 from himga.llm._errors import LLMConfigError, LLMError
 from himga.llm._protocol import ChatMessage, Completion
+from himga.llm._usage import reported_count
 
 __all__ = ["OpenAIClient"]
 
@@ -23,8 +24,10 @@ class OpenAIClient(SDKClient):
     Also serves any OpenAI-compatible server (vLLM, Ollama, llama.cpp) through
     ``base_url``. Messages are sent as given; every request sends ``max_tokens``,
     and ``temperature`` unless it is ``None`` (then the server's default applies).
-    A server that reports no usage counts 0 tokens for that call and logs a
-    warning on the ``himga.llm`` logger.
+    A server that reports no usage, or ``null`` token counts (gateways and local
+    servers do), keeps its answer: the call counts 0 tokens, is counted in
+    :attr:`~himga.llm.TokenUsage.unmetered_calls`, and logs a warning on the
+    ``himga.llm`` logger.
     """
 
     provider: ClassVar[str] = "openai"
@@ -70,11 +73,20 @@ class OpenAIClient(SDKClient):
                 status_code=None,
             )
         usage = reply.usage
-        if usage is None:
-            _log.warning("%s reported no token usage; counting 0 tokens", public_url(self.base_url))
+        prompt = completion = None
+        if usage is not None:
+            prompt = reported_count(usage.prompt_tokens)
+            completion = reported_count(usage.completion_tokens)
+        if prompt is None or completion is None:
+            _log.warning(
+                "%s reported no token usage (%r); counting the call as unmetered",
+                public_url(self.base_url),
+                usage,
+            )
         return Completion(
             text=text,
-            input_tokens=usage.prompt_tokens if usage is not None else 0,
-            output_tokens=usage.completion_tokens if usage is not None else 0,
+            input_tokens=prompt or 0,
+            output_tokens=completion or 0,
+            metered=prompt is not None and completion is not None,
             model=reply.model,
         )

@@ -29,12 +29,14 @@ class ChatMessage(TypedDict):
 
 @dataclass(frozen=True, slots=True)
 class Completion:
-    """The text of one model reply and the tokens that call used."""
+    """The text of one model reply and the tokens that call used; ``metered`` is false when
+    the server reported no token counts (both are then 0, not the tokens used)."""
 
     text: str
     input_tokens: int
     output_tokens: int
     model: str
+    metered: bool = True
 
 
 @runtime_checkable

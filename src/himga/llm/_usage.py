@@ -5,17 +5,28 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass
 
-__all__ = ["TokenUsage", "UsageCounter"]
+__all__ = ["TokenUsage", "UsageCounter", "reported_count"]
+
+
+def reported_count(value: object) -> int | None:
+    """A token count as a server reported it, ``None`` when it did not say: gateways and
+    local servers send ``usage`` with ``null`` counts (or none at all)."""
+    if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+        return value
+    return None
 
 
 @dataclass(frozen=True, slots=True)
 class TokenUsage:
-    """Totals at one moment: successful ``calls`` with their tokens, and ``failed_calls``."""
+    """Totals at one moment: successful ``calls`` with their tokens, ``failed_calls``, and
+    ``unmetered_calls``, the successful calls whose server reported no token counts
+    (counted as 0 tokens in the totals, so the totals are a lower bound when it is > 0)."""
 
     calls: int = 0
     input_tokens: int = 0
     output_tokens: int = 0
     failed_calls: int = 0
+    unmetered_calls: int = 0
 
 
 class UsageCounter:
@@ -25,8 +36,9 @@ class UsageCounter:
         self._lock = threading.Lock()
         self._usage = TokenUsage()
 
-    def add_call(self, input_tokens: int, output_tokens: int) -> None:
-        """Count one successful call and its tokens."""
+    def add_call(self, input_tokens: int, output_tokens: int, *, metered: bool = True) -> None:
+        """Count one successful call and its tokens (``metered=False``: its server reported
+        none, and ``input_tokens`` / ``output_tokens`` are 0)."""
         with self._lock:
             u = self._usage
             self._usage = TokenUsage(
@@ -34,13 +46,16 @@ class UsageCounter:
                 u.input_tokens + input_tokens,
                 u.output_tokens + output_tokens,
                 u.failed_calls,
+                u.unmetered_calls + (not metered),
             )
 
     def add_failure(self) -> None:
         """Count one call that raised."""
         with self._lock:
             u = self._usage
-            self._usage = TokenUsage(u.calls, u.input_tokens, u.output_tokens, u.failed_calls + 1)
+            self._usage = TokenUsage(
+                u.calls, u.input_tokens, u.output_tokens, u.failed_calls + 1, u.unmetered_calls
+            )
 
     def snapshot(self) -> TokenUsage:
         """The totals so far."""

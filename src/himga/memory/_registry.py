@@ -5,10 +5,12 @@ from __future__ import annotations
 import functools
 import hashlib
 import importlib
+import inspect
 import json
 import os
 import re
 import sys
+import types
 import typing
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -385,8 +387,9 @@ class ResolvedMemory:
 
 def parse_memory_arguments(pairs: Sequence[str]) -> dict[str, Any]:
     """``["k=5", "name=x"]`` as ``{"k": 5, "name": "x"}``: each value is parsed as JSON
-    when it parses, else kept as the string. A malformed pair or a repeated key
-    raises :class:`MemoryArgumentError`."""
+    when it parses, else kept as the string (:func:`resolve_memory` then types them by
+    the memory's annotations). A malformed pair or a repeated key raises
+    :class:`MemoryArgumentError`."""
     arguments: dict[str, Any] = {}
     for pair in pairs:
         key, equals, text = pair.partition("=")
@@ -422,23 +425,112 @@ def resolve_memory(spec: str, arguments: Mapping[str, Any] | None = None) -> Res
         name, target = spec, _unique(spec, _registered()[spec]).spec
     else:
         loaded = load_memory(spec)
-    _refuse_booleans_for_numbers(spec, loaded, bound)
+    bound = MappingProxyType(_typed_arguments(spec, loaded, bound))
     factory = functools.partial(loaded, **bound) if bound else loaded
     return ResolvedMemory(spec=spec, target=target, name=name, factory=factory, arguments=bound)
 
 
-def _refuse_booleans_for_numbers(spec: str, factory: Any, arguments: Mapping[str, Any]) -> None:
-    """:class:`MemoryArgumentError` for ``true`` / ``false`` given to a parameter annotated
-    ``int`` or ``float``: Python would take it for 1 or 0 (``--memory-arg k=true``)."""
+# Bare words a shell user types for a boolean or None; not JSON, so they arrive as strings.
+_BOOLEAN_WORDS = {"true": True, "false": False}
+_NONE_WORDS = frozenset({"none", "null"})
+
+
+def _typed_arguments(spec: str, factory: Any, arguments: Mapping[str, Any]) -> dict[str, Any]:
+    """``arguments`` checked against the annotations of ``factory``'s parameters.
+
+    ``--memory-arg`` values arrive parsed as JSON or as strings, and ``'False'`` is a
+    true string: for a parameter annotated ``bool`` (or ``bool | None``) the words
+    ``true`` / ``false`` (any case; ``none`` / ``null`` when it takes ``None``) become
+    the boolean, any other value is refused. ``true`` / ``false`` given to a
+    parameter annotated ``int`` or ``float`` are refused (Python would take them for
+    1 or 0), and so is one of those words as a string where the parameter may take a
+    boolean or ``None`` as well as text, or its type cannot be read: it is ambiguous.
+    :class:`MemoryArgumentError` names the argument.
+    """
+    typed = dict(arguments)
+    for key, value in arguments.items():
+        admitted = _admitted_types(_annotation(factory, key))
+        shown = f"memory argument {key}={_shown(value)}"
+        numbers = (admitted or set()) - {type(None)}
+        if isinstance(value, bool) and numbers and numbers <= {int, float}:
+            names = " or ".join(sorted(number.__name__ for number in numbers))
+            raise MemoryArgumentError(
+                f"{shown}: memory {spec!r} takes a number ({names}) for {key!r}, not a boolean"
+            )
+        if admitted is not None and bool in admitted and admitted <= {bool, type(None)}:
+            typed[key] = _boolean(spec, key, value, shown, type(None) in admitted)
+        elif isinstance(value, str) and _may_mean_other_than_text(value, admitted):
+            raise MemoryArgumentError(
+                f"{shown}: ambiguous, memory {spec!r} may take a boolean or None for {key!r} "
+                f"(or himga cannot read its type): write {key}=true, {key}=false or "
+                f"{key}=null (JSON)"
+            )
+    return typed
+
+
+def _may_mean_other_than_text(value: str, admitted: set[type] | None) -> bool:
+    """Whether the bare word ``value`` may mean a boolean or ``None`` that the parameter
+    (of the ``admitted`` types, ``None`` when unknown) may take."""
+    word = value.strip().lower()
+    if word in _BOOLEAN_WORDS:
+        return admitted is None or bool in admitted
+    if word in _NONE_WORDS:
+        return admitted is None or type(None) in admitted
+    return False
+
+
+def _boolean(spec: str, key: str, value: Any, shown: str, optional: bool) -> bool | None:
+    if isinstance(value, bool) or (value is None and optional):
+        return value
+    word = value.strip().lower() if isinstance(value, str) else None
+    if word in _BOOLEAN_WORDS:
+        return _BOOLEAN_WORDS[word]
+    if optional and word in _NONE_WORDS:
+        return None
+    raise MemoryArgumentError(
+        f"{shown}: memory {spec!r} takes a boolean for {key!r}: true or false"
+        f"{' (or null)' if optional else ''}"
+    )
+
+
+def _shown(value: Any) -> str:
+    """A value as the user wrote it: JSON for what parsed, the bare text for a string."""
+    return value if isinstance(value, str) else json.dumps(value)
+
+
+def _annotation(factory: Any, name: str) -> Any:
+    """The annotation of ``factory``'s parameter ``name`` (a class: its ``__init__``'s),
+    evaluated; ``None`` when there is none or it does not resolve.
+
+    Each one is evaluated alone: one annotation naming a type imported only for type
+    checkers must not hide the others (``typing.get_type_hints`` fails whole)."""
     if isinstance(factory, type):  # the __init__ the class has, its own or inherited
         factory = next(vars(c)["__init__"] for c in factory.__mro__ if "__init__" in vars(c))
     try:
-        hints = typing.get_type_hints(factory)
-    except Exception:  # annotations that do not resolve: nothing to check them against
-        return
-    for key, value in arguments.items():
-        if isinstance(value, bool) and hints.get(key) in (int, float):
-            raise MemoryArgumentError(
-                f"memory argument {key}={str(value).lower()}: memory {spec!r} takes a number "
-                f"({hints[key].__name__}) for {key!r}, not a boolean"
-            )
+        raw = inspect.get_annotations(factory).get(name)
+        if isinstance(raw, str):  # postponed (``from __future__ import annotations``)
+            # what typing.get_type_hints does, for this one annotation
+            raw = eval(raw, vars(sys.modules[factory.__module__]))
+    except Exception:
+        return None
+    return raw
+
+
+def _admitted_types(annotation: Any) -> set[type] | None:
+    """The plain types an annotation admits (``bool | None``: ``{bool, NoneType}``);
+    ``None`` when it is absent, ``Any``, or not made of plain types only."""
+    if annotation is None or annotation is Any:
+        return None
+    if annotation is type(None):
+        return {type(None)}
+    if isinstance(annotation, type):
+        return {annotation}
+    if typing.get_origin(annotation) in (typing.Union, types.UnionType):
+        admitted: set[type] = set()
+        for member in typing.get_args(annotation):
+            member_types = _admitted_types(member)
+            if member_types is None:
+                return None
+            admitted |= member_types
+        return admitted
+    return None
