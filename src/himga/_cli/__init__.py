@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import os
 import sys
 import threading
 from collections.abc import Sequence
@@ -12,6 +11,7 @@ from typing import NoReturn
 
 import himga
 from himga._cli import _check, _compare, _datasets, _eval, _fake_llm, _memories, _merge, _report
+from himga._exit_guard import exit_raises, hard_exit
 
 __all__ = ["entry_point", "main", "parser"]
 
@@ -34,10 +34,12 @@ def parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the ``himga`` command; returns the process exit code (130 after Ctrl-C, in one
-    line: the commands that keep work say what they kept)."""
+    line: the commands that keep work say what they kept). A memory's ``os._exit`` raises
+    instead of ending the process (:func:`himga._exit_guard.exit_raises`)."""
     try:
         args = parser().parse_args(argv)
-        code: int = args.handler(args)
+        with exit_raises():
+            code: int = args.handler(args)
     except KeyboardInterrupt:
         print("himga: interrupted (Ctrl-C)", file=sys.stderr)
         return _check.INTERRUPTED
@@ -67,4 +69,4 @@ def _exit(code: int) -> NoReturn:
         print(f"himga: exiting without waiting for thread(s) {', '.join(still)}", file=sys.stderr)
         sys.stdout.flush()
         sys.stderr.flush()
-    os._exit(code)
+    hard_exit(code)

@@ -15,6 +15,7 @@ from typing import Any
 
 from himga._cli._check import INTERRUPTED
 from himga._cli._options import memory_timeout
+from himga._exit_guard import exit_called
 from himga.eval import format_table
 from himga.eval._memory_calls import DEFAULT_MEMORY_TIMEOUT
 from himga.eval._redact import redact
@@ -256,8 +257,9 @@ def run(args: argparse.Namespace) -> int:
             print(redact(message), file=sys.stderr)
             return INTERRUPTED
         except SystemExit as exc:
-            # argparse is done by now: this is the memory's factory calling sys.exit.
-            print(f"himga eval: error: the memory called sys.exit({exc.code!r})", file=sys.stderr)
+            # argparse is done by now: this is the memory's factory calling sys.exit (or
+            # os._exit, raised as SystemExit by himga._exit_guard).
+            print(f"himga eval: error: the memory called {exit_called(exc)}", file=sys.stderr)
             return 2
         except PreflightFailedError as exc:
             _print_preflight_failure(args, exc.report)
