@@ -12,7 +12,9 @@ memory deems relevant, and however random its output.
 
 from __future__ import annotations
 
+import ast
 import contextlib
+import functools
 import inspect
 import itertools
 import math
@@ -23,6 +25,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
+from himga._exit_guard import GUARD_FILE
 from himga.data.schema import Message, Session
 from himga.memory._protocol import SearchableMemory
 from himga.testing._contracts import ContractViolation
@@ -90,20 +93,51 @@ def _session(session: Session) -> str:
 
 
 def factory_import(factory: Callable[[], Any]) -> list[str]:
-    """Lines binding ``factory`` by import, or a placeholder saying why that is impossible."""
-    module = getattr(factory, "__module__", None)
-    name = getattr(factory, "__qualname__", None)
-    if module and name and module != "__main__" and "<" not in name:
-        top, _, rest = name.partition(".")
-        if not rest:
-            return [f"from {module} import {top} as factory"]
-        return [f"from {module} import {top}", f"factory = {top}.{rest}"]
-    return [f"factory = ...  # {factory!r}: not importable; bind your memory factory here"]
+    """Lines binding ``factory`` by import, or a placeholder saying why that is impossible.
+
+    A wrapper made with :func:`functools.wraps` stands for what it wraps, and a
+    :func:`functools.partial` of keyword arguments (``--memory-arg``) is rebuilt.
+    """
+    target: Any = inspect.unwrap(factory)
+    keywords: dict[str, Any] = {}
+    if isinstance(target, functools.partial) and not target.args and _literals(target.keywords):
+        target, keywords = target.func, dict(target.keywords)
+    module = getattr(target, "__module__", None)
+    name = getattr(target, "__qualname__", None)
+    if not (module and name and module != "__main__" and "<" not in name):
+        return [f"factory = ...  # {factory!r}: not importable; bind your memory factory here"]
+    top, _, rest = name.partition(".")
+    if not rest and not keywords:
+        return [f"from {module} import {top} as factory"]
+    bound = f"{top}.{rest}" if rest else top
+    if not keywords:
+        return [f"from {module} import {top}", f"factory = {bound}"]
+    arguments = ", ".join(f"{key}={value!r}" for key, value in keywords.items())
+    return [
+        "import functools",
+        f"from {module} import {top}",
+        f"factory = functools.partial({bound}, {arguments})",
+    ]
+
+
+def _literals(keywords: dict[str, Any]) -> bool:
+    """Whether each value's ``repr`` reads back as it (not so for ``nan`` or an object)."""
+    try:
+        return all(
+            key.isidentifier() and ast.literal_eval(repr(value)) == value
+            for key, value in keywords.items()
+        )
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        return False
 
 
 def raised_at(exc: BaseException) -> str | None:
     """``file:line in function`` of the innermost frame outside the kit, if any."""
-    frames = [f for f in traceback.extract_tb(exc.__traceback__) if not f.filename.startswith(_KIT)]
+    frames = [
+        f
+        for f in traceback.extract_tb(exc.__traceback__)
+        if not f.filename.startswith(_KIT) and f.filename != GUARD_FILE
+    ]
     if not frames:
         return None
     frame = frames[-1]
