@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import io
 import sys
 import threading
 from collections.abc import Sequence
@@ -35,7 +36,11 @@ def parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the ``himga`` command; returns the process exit code (130 after Ctrl-C, in one
     line: the commands that keep work say what they kept). A memory's ``os._exit`` raises
-    instead of ending the process (:func:`himga._exit_guard.exit_raises`)."""
+    instead of ending the process (:func:`himga._exit_guard.exit_raises`). Text stdout
+    cannot encode (a file name that is not UTF-8, a lone surrogate from data) is printed
+    escaped rather than ending the command."""
+    if isinstance(sys.stdout, io.TextIOWrapper) and sys.stdout.errors == "strict":
+        sys.stdout.reconfigure(errors="backslashreplace")
     try:
         args = parser().parse_args(argv)
         with exit_raises():

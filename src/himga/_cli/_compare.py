@@ -6,9 +6,9 @@ import argparse
 import json
 import os
 import sys
-from pathlib import Path
 from typing import Any
 
+from himga._cli._options import path
 from himga._extras import MissingExtraError
 from himga.eval._paired import DEFAULT_RESAMPLES, MAX_RESAMPLES
 from himga.runs import (
@@ -40,7 +40,7 @@ def register(commands: Any) -> None:
             "0 compared, 2 cannot compare."
         ),
     )
-    parser.add_argument("runs", nargs="+", type=Path, metavar="RUN", help="run directories")
+    parser.add_argument("runs", nargs="+", type=path, metavar="RUN", help="run directories")
     parser.add_argument(
         "--metric",
         action="append",
@@ -60,7 +60,7 @@ def register(commands: Any) -> None:
     )
     parser.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
     parser.add_argument("--json", action="store_true", help="print JSON instead of markdown")
-    parser.add_argument("--plot", type=Path, default=None, metavar="FILE", help="save a figure")
+    parser.add_argument("--plot", type=path, default=None, metavar="FILE", help="save a figure")
     parser.set_defaults(handler=run)
 
 

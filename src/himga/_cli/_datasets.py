@@ -7,6 +7,7 @@ import sys
 import warnings
 from typing import Any
 
+from himga._cli._options import path
 from himga.benchmarks import benchmarks
 from himga.data import (
     DatasetError,
@@ -37,7 +38,9 @@ def register(commands: Any) -> None:
         metavar="NAME",
         help="datasets to show (default: every registered benchmark)",
     )
-    parser.add_argument("--path", help="read NAME from this file or directory (one NAME only)")
+    parser.add_argument(
+        "--path", type=path, help="read NAME from this file or directory (one NAME only)"
+    )
     parser.add_argument("--no-stats", action="store_true", help="only show where each resolves")
     parser.add_argument(
         "--verbose",

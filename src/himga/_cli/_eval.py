@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from himga._cli._check import INTERRUPTED
-from himga._cli._options import memory_timeout
+from himga._cli._options import memory_timeout, path
 from himga._exit_guard import exit_called
 from himga.eval import format_table
 from himga.eval._memory_calls import DEFAULT_MEMORY_TIMEOUT
@@ -44,7 +44,10 @@ def register(commands: Any) -> None:
     )
     parser.add_argument("--dataset", default="locomo", help="dataset name (default: locomo)")
     parser.add_argument(
-        "--data-path", default=None, help="dataset file or directory (default: resolved by name)"
+        "--data-path",
+        type=path,
+        default=None,
+        help="dataset file or directory (default: resolved by name)",
     )
     parser.add_argument(
         "--memory",
@@ -100,14 +103,14 @@ def register(commands: Any) -> None:
     )
     parser.add_argument(
         "--llm-cache",
-        type=Path,
+        type=path,
         default=None,
         metavar="PATH",
         help="answer repeated LLM requests from this SQLite file (created if missing)",
     )
     parser.add_argument("--limit", type=int, default=None, help="evaluate the first N samples")
     parser.add_argument(
-        "--out", type=Path, default=None, help="run directory (default: runs/<UTC timestamp>)"
+        "--out", type=path, default=None, help="run directory (default: runs/<UTC timestamp>)"
     )
     again = parser.add_mutually_exclusive_group()
     again.add_argument(

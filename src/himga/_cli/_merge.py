@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 from typing import Any
 
+from himga._cli._options import path
 from himga.eval import CheckpointMismatchError
 from himga.runs import MergeError, RunDirError, RunReadError, merge_runs
 
@@ -24,8 +24,8 @@ def register(commands: Any) -> None:
             "Exit status: 0 merged, 2 the shards do not make one complete run."
         ),
     )
-    parser.add_argument("runs", nargs="+", type=Path, metavar="RUN", help="shard run directories")
-    parser.add_argument("--out", type=Path, required=True, help="merged run directory (new)")
+    parser.add_argument("runs", nargs="+", type=path, metavar="RUN", help="shard run directories")
+    parser.add_argument("--out", type=path, required=True, help="merged run directory (new)")
     parser.set_defaults(handler=run)
 
 

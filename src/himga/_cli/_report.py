@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from himga._cli._options import path
 from himga._extras import MissingExtraError
 from himga.eval import format_table
 from himga.runs import RunDir, RunReadError, plot_report, render_report, write_text_atomic
@@ -26,8 +27,8 @@ def register(commands: Any) -> None:
             "run cannot be read or the report cannot be written."
         ),
     )
-    parser.add_argument("run", type=Path, metavar="RUN", help="a himga eval run directory")
-    parser.add_argument("--out", type=Path, default=None, help="report file (RUN/report.md)")
+    parser.add_argument("run", type=path, metavar="RUN", help="a himga eval run directory")
+    parser.add_argument("--out", type=path, default=None, help="report file (RUN/report.md)")
     parser.set_defaults(handler=run)
 
 
