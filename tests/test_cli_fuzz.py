@@ -482,7 +482,7 @@ def test_report_and_compare_outputs_that_cannot_be_written_are_one_line_errors(
     sandbox: Path, argv: list[str]
 ) -> None:
     with tempfile.TemporaryDirectory() as scratch:
-        shutil.copytree(sandbox, Path(scratch) / "w")
+        shutil.copytree(sandbox, Path(scratch) / "w", symlinks=True)
         with cwd(Path(scratch) / "w"):
             code, stderr = run_cli(argv)
     assert code == 2
