@@ -45,6 +45,7 @@ __all__ = [
     "MemoryBusyError",
     "MemoryCallFailed",
     "MemoryCallTimeout",
+    "frame_location",
     "parse_memory_timeout",
 ]
 
@@ -105,7 +106,7 @@ class MemoryCallFailed(HimgaError):
         # Recorded in UTF-8 files: a lone surrogate in the memory's message is escaped.
         self.message = _text(str(error))
         frames = _memory_frames(error)
-        self.raised_at = _where(frames[-1]) if frames else None
+        self.raised_at = frame_location(frames[-1]) if frames else None
         self.traceback = _text("".join(traceback.format_list(frames))) if frames else None
         super().__init__(f"{method} raised {self.error_type}: {self.message}")
 
@@ -129,7 +130,7 @@ def _memory_frames(error: BaseException) -> list[traceback.FrameSummary]:
     return own[-TRACEBACK_FRAMES:]
 
 
-def _where(frame: traceback.FrameSummary) -> str:
+def frame_location(frame: traceback.FrameSummary) -> str:
     """``file:line in function``, the file relative to the working directory when inside it."""
     path = frame.filename
     with contextlib.suppress(ValueError):  # on another drive (Windows)

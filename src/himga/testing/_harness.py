@@ -13,12 +13,10 @@ memory deems relevant, and however random its output.
 from __future__ import annotations
 
 import ast
-import contextlib
 import functools
 import inspect
 import itertools
 import math
-import os
 import re
 import traceback
 from collections.abc import Callable, Sequence
@@ -27,6 +25,7 @@ from typing import Any, NoReturn
 
 from himga._exit_guard import GUARD_FILE
 from himga.data.schema import Message, Session
+from himga.eval._memory_calls import frame_location
 from himga.memory._protocol import SearchableMemory
 from himga.testing._contracts import ContractViolation
 from himga.testing._deadline import MemoryHung
@@ -138,15 +137,7 @@ def raised_at(exc: BaseException) -> str | None:
         for f in traceback.extract_tb(exc.__traceback__)
         if not f.filename.startswith(_KIT) and f.filename != GUARD_FILE
     ]
-    if not frames:
-        return None
-    frame = frames[-1]
-    path = frame.filename
-    with contextlib.suppress(ValueError):  # on another drive (Windows)
-        path = os.path.relpath(path)
-    if path.startswith(".."):
-        path = frame.filename
-    return f"{path}:{frame.lineno} in {frame.name}"
+    return frame_location(frames[-1]) if frames else None
 
 
 def _hits_problem(output: Any, k: int) -> str | None:
