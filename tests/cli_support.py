@@ -100,12 +100,19 @@ def cwd(path: Path) -> Iterator[None]:
         os.chdir(before)
 
 
-def run_cli(argv: list[str]) -> tuple[int, str]:
-    """``himga ARGV`` in process: its exit status and stderr (any escaping exception fails)."""
+def run_cli(argv: list[str], *, strict_stdout: bool = False) -> tuple[int, str]:
+    """``himga ARGV`` in process: its exit status and stderr (any escaping exception fails).
+
+    ``strict_stdout``: stdout encodes as UTF-8 and fails on what it cannot encode (a lone
+    surrogate), as the stdout of a process in a UTF-8 locale does.
+    """
     stderr = io.StringIO()
+    stdout: io.TextIOBase = io.StringIO()
+    if strict_stdout:
+        stdout = io.TextIOWrapper(io.BytesIO(), encoding="utf-8", errors="strict")
     handlers = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
     try:
-        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(stderr):
+        with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):
             try:
                 code: object = main(argv)
             except SystemExit as exc:  # argparse: --help, --version, bad usage

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -14,6 +15,7 @@ PROJECT_ROOT = Path(__file__).resolve().parent.parent
 FAST = ["--max-examples", "5", "--derandomize"]
 
 MEMORIES = """
+import os
 import sys
 import threading
 
@@ -46,6 +48,28 @@ class RaisesSystemExitInIngest(Base):
 class ExitsInFactory(Base):
     def __init__(self):
         sys.exit(0)
+
+
+class OsExitsZeroInRetrieve(Base):
+    def retrieve(self, query):
+        os._exit(0)
+
+
+class OsExitsInIngest(Base):
+    def ingest(self, message, session):
+        os._exit(3)
+
+
+class OsExitsInFactory(Base):
+    def __init__(self):
+        os._exit(0)
+
+
+class Prints(Base):
+    def ingest(self, message, session):
+        print("the memory's own print")
+        os.write(1, b"the memory's own raw write\\n")
+        super().ingest(message, session)
 
 
 class RaisesBaseException(Base):
@@ -88,6 +112,18 @@ def _check(tmp_path: Path, *argv: str) -> subprocess.CompletedProcess[str]:
         ("ExitsZeroInRetrieve", "FAIL  retrieve-returns-str  retrieve raised SystemExit: 0"),
         ("RaisesSystemExitInIngest", "FAIL  retrieve-returns-str  ingest raised SystemExit: done"),
         ("ExitsInFactory", "FAIL  protocol-shape  factory() raised SystemExit: 0"),
+        (
+            "OsExitsZeroInRetrieve",
+            "FAIL  retrieve-returns-str  retrieve raised ProcessExitCalled: os._exit(0) called",
+        ),
+        (
+            "OsExitsInIngest",
+            "FAIL  retrieve-returns-str  ingest raised ProcessExitCalled: os._exit(3) called",
+        ),
+        (
+            "OsExitsInFactory",
+            "FAIL  protocol-shape  factory() raised ProcessExitCalled: os._exit(0) called",
+        ),
         ("RaisesBaseException", "raised BaseException: bare"),
     ],
 )
@@ -96,6 +132,26 @@ def test_a_memory_that_exits_fails_a_contract(tmp_path: Path, memory: str, line:
     assert result.returncode == 1, result.stdout + result.stderr
     assert line in result.stdout
     assert "Traceback" not in result.stderr
+
+
+def test_json_output_holds_only_json_whatever_the_memory_prints(tmp_path: Path) -> None:
+    result = _check(tmp_path, "exiting_memories:Prints", "--json", *FAST)
+    assert result.returncode == 0, result.stdout + result.stderr
+    records = [json.loads(line) for line in result.stdout.splitlines()]
+    assert {record["status"] for record in records} <= {"pass", "n/a"}
+    assert "the memory's own print" in result.stderr  # moved, not lost
+    assert "the memory's own raw write" in result.stderr
+
+
+def test_json_names_where_a_memory_called_os_exit(tmp_path: Path) -> None:
+    argv = ["--json", "--contract", "retrieve-returns-str", *FAST]
+    result = _check(tmp_path, "exiting_memories:OsExitsZeroInRetrieve", *argv)
+    assert result.returncode == 1, result.stdout + result.stderr
+    records = {r["id"]: r for r in map(json.loads, result.stdout.splitlines())}
+    failed = records["retrieve-returns-str"]
+    assert failed["status"] == "fail"
+    line = MEMORIES.splitlines().index("        os._exit(0)") + 1  # lines count from 1
+    assert failed["raised_at"] == f"exiting_memories.py:{line} in retrieve"
 
 
 def test_a_memory_raising_keyboard_interrupt_is_never_a_pass(tmp_path: Path) -> None:

@@ -83,6 +83,9 @@ def test_preflight_names_contract_reproducer_and_check_command_and_exits_2(
     assert f"pre-flight failed: memory '{TRUST}:{memory}' breaks [{contract}]" in run.stderr
     assert shown in run.stderr
     assert f"himga check {TRUST}:{memory}" in run.stderr
+    if "minimal reproducer:" in run.stderr:  # it binds the user's class, as himga check does
+        assert f"from {TRUST} import {memory} as factory" in run.stderr
+        assert "routed" not in run.stderr
     assert "Traceback" not in run.stderr
     assert not out.exists()  # nothing ingested, nothing written
 
@@ -94,9 +97,13 @@ def test_the_preflight_hint_keeps_the_memory_arguments_shell_quoted(tmp_path: Pa
     assert run.returncode == 2, run.stderr
     hint = f"see every contract: himga check {spec} --memory-arg 'k=3 '  (or skip"
     assert hint in run.stderr
+    # The reproducer builds the memory with its arguments, under eval as under check.
+    factory = "factory = functools.partial(NoneRetrieve, k=3)"
+    assert factory in run.stderr
     check = himga("check", spec, "--memory-arg", "k=3 ", "--max-examples", "5")
     assert check.returncode == 1  # the hint's command runs, and finds the same failure
     assert "FAIL  retrieve-returns-str" in check.stdout
+    assert factory in check.stdout
 
 
 def test_a_hanging_memory_fails_preflight_under_a_memory_timeout(tmp_path: Path) -> None:
@@ -150,13 +157,21 @@ def test_a_raising_retrieve_is_recorded_per_question_and_excluded_from_the_metri
     assert all(MARKER in r["question"] for r in failed)
     assert all(r["memory_error"] is None for r in results if MARKER not in r["question"])
     first = failed[0]["memory_error"]
+    # Where the memory raised: its file and line (relative to the run's directory), and
+    # its own frames, never the guard's.
+    raised_at = f"tests/trust_memories.py:{_line_of('raise ValueError(')} in retrieve"
+    frames = first.pop("traceback")
     assert first == {
         "sample_id": "conv-26",
         "question_id": failed[0]["question_id"],
         "method": "retrieve",
         "type": "ValueError",
         "message": f"cannot retrieve for {failed[0]['question']!r}",
+        "raised_at": raised_at,
     }
+    assert 'trust_memories.py", line' in frames
+    assert "raise ValueError(" in frames
+    assert "_memory_calls.py" not in frames
     metrics = _json(out / "metrics.json")
     assert metrics["counts"]["memory_errors"] == len(failed)
     per_category = Counter(r["category"] for r in failed)
@@ -166,6 +181,33 @@ def test_a_raising_retrieve_is_recorded_per_question_and_excluded_from_the_metri
     assert "mem-err" in run.stdout.splitlines()[0]
     assert f"incomplete: {len(failed)} questions failed in the memory" in run.stderr
     assert f"memory error: conv-26 {failed[0]['question_id']}: retrieve raised" in run.stderr
+    assert f"(at {raised_at})" in run.stderr
+
+
+def _line_of(code: str) -> int:
+    """The line of ``tests/trust_memories.py`` that starts with ``code`` (once)."""
+    lines = (PROJECT_ROOT / "tests" / "trust_memories.py").read_text("utf-8").splitlines()
+    (number,) = [n for n, line in enumerate(lines, start=1) if line.strip().startswith(code)]
+    return number
+
+
+def test_a_memory_calling_os_exit_fails_its_questions_not_the_run(tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    spec = f"{TRUST}:ExitsOnMarker"  # passes pre-flight: the kit never asks for the marker
+    run = himga("eval", "--memory", spec, "--limit", "1", "--out", str(out), "--no-progress")
+    assert run.returncode == 3, run.stderr  # os._exit(0) ended the process with 0
+    errors = _memory_errors(out)
+    assert errors
+    assert {e["type"] for e in errors} == {"ProcessExitCalled"}
+    assert {e["raised_at"] for e in errors} == {
+        f"tests/trust_memories.py:{_line_of('os._exit(0)')} in retrieve"
+    }
+    assert "retrieve raised ProcessExitCalled: os._exit(0) called" in run.stderr
+    assert f"incomplete: {len(errors)} questions failed in the memory" in run.stderr
+    # The checkpoint is whole: every question once, the failed ones retried by --resume.
+    checkpoint = (out / "checkpoint.jsonl").read_text("utf-8").splitlines()
+    assert len(checkpoint) == 1 + 199
+    assert "Traceback" not in run.stderr
 
 
 @pytest.mark.parametrize(

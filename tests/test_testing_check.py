@@ -132,6 +132,43 @@ def test_the_reproducer_is_runnable_python() -> None:
         exec(compile(crashed.value.reproducer, "<reproducer>", "exec"), {})
 
 
+class BlankQueryCrashes(ListMemory):
+    """Crashes on a blank query, with its ``label``: keyword arguments reach the instance."""
+
+    def __init__(self, label: str = "") -> None:
+        super().__init__()
+        self.label = label
+
+    def retrieve(self, query: str, /) -> str:
+        if not query.strip():
+            raise IndexError(self.label)
+        return super().retrieve(query)
+
+
+@pytest.mark.parametrize("wrapped", [False, True], ids=["partial", "wrapped partial"])
+def test_the_reproducer_rebuilds_keyword_arguments_and_sees_through_wrappers(
+    wrapped: bool,
+) -> None:
+    # What `--memory-arg label=...` resolves to, and what `himga eval` hands pre-flight.
+    factory: Any = functools.partial(BlankQueryCrashes, label="from --memory-arg")
+    if wrapped:
+        bound = factory
+
+        def routed() -> Any:
+            return bound()
+
+        factory = functools.update_wrapper(routed, bound, updated=())
+    with pytest.raises(ContractViolation) as caught:
+        check_contract(factory, "retrieve-empty-query", max_examples=5)
+    reproducer = caught.value.reproducer
+    assert "routed" not in reproducer
+    assert "factory = functools.partial(BlankQueryCrashes, label='from --memory-arg')" in (
+        reproducer
+    )
+    with pytest.raises(IndexError, match="from --memory-arg"):
+        exec(compile(reproducer, "<reproducer>", "exec"), {})
+
+
 def test_the_minimal_reproducer_is_shown_first_and_once() -> None:
     # A crash is chained as the cause; no longer program may appear as context.
     with pytest.raises(ContractViolation) as caught:

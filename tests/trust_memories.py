@@ -60,6 +60,15 @@ class IngestRaisesOnMarker(KeywordMemory):
         super().ingest(message, session)
 
 
+class ExitsOnMarker(KeywordMemory):
+    """``retrieve`` calls ``os._exit(0)`` for questions naming ``MARKER``, works otherwise."""
+
+    def retrieve(self, query: str, /) -> str:
+        if MARKER in query:
+            os._exit(0)
+        return super().retrieve(query)
+
+
 class HangsOnMarker(KeywordMemory):
     """``retrieve`` never returns for questions naming ``MARKER``."""
 

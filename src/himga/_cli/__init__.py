@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import io
-import os
 import sys
 import threading
 import warnings
@@ -26,6 +25,7 @@ from himga._cli import (
     _view,
 )
 from himga._cli._warnings import one_line_warnings
+from himga._exit_guard import exit_raises, hard_exit
 
 __all__ = ["entry_point", "main", "parser"]
 
@@ -50,15 +50,16 @@ def parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the ``himga`` command; returns the process exit code (130 after Ctrl-C, in one
-    line: the commands that keep work say what they kept)."""
+    line: the commands that keep work say what they kept). A memory's ``os._exit`` raises
+    instead of ending the process (:func:`himga._exit_guard.exit_raises`). Text stdout or
+    stderr cannot encode (a file name that is not UTF-8, a lone surrogate from data) is
+    printed escaped rather than ending the command."""
     for stream in (sys.stdout, sys.stderr):
-        # A path or text that is not UTF-8 (a lone surrogate, a file name of another
-        # encoding) is printed escaped rather than failing the command.
-        if isinstance(stream, io.TextIOWrapper):
+        if isinstance(stream, io.TextIOWrapper) and stream.errors == "strict":
             stream.reconfigure(errors="backslashreplace")
     try:
         args = parser().parse_args(argv)
-        with warnings.catch_warnings():
+        with warnings.catch_warnings(), exit_raises():
             # One line each (e.g. a broken benchmark plug-in skipped), not Python's two.
             warnings.showwarning = one_line_warnings("himga")
             code: int = args.handler(args)
@@ -91,4 +92,4 @@ def _exit(code: int) -> NoReturn:
         print(f"himga: exiting without waiting for thread(s) {', '.join(still)}", file=sys.stderr)
         sys.stdout.flush()
         sys.stderr.flush()
-    os._exit(code)
+    hard_exit(code)

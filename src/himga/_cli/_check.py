@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import sys
 import traceback
-from typing import TYPE_CHECKING, Any
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any, TextIO
 
 from himga._cli._options import memory_timeout
+from himga._exit_guard import exit_called
 from himga._extras import MissingExtraError, require
 from himga.memory import MemoryLoadError, PluginImportError, resolve_memory
 from himga.memory._registry import parse_memory_arguments
@@ -148,8 +151,8 @@ def run(args: argparse.Namespace) -> int:
         return INTERRUPTED
     except SystemExit as exc:
         # Argument errors exit before this runs: a SystemExit here is the memory's own
-        # (sys.exit) from outside any contract's calls. Never a pass.
-        print(f"himga check: error: the memory called sys.exit({exc.code!r})", file=sys.stderr)
+        # (sys.exit, os._exit) from outside any contract's calls. Never a pass.
+        print(f"himga check: error: the memory called {exit_called(exc)}", file=sys.stderr)
         return 1
     except BrokenPipeError:
         # The reader went away (`| head`): stop quietly, and keep the interpreter's
@@ -164,13 +167,18 @@ def _run(args: argparse.Namespace) -> int:
         require("hypothesis", extra="testing", purpose="himga check")
     except MissingExtraError as exc:
         return _error(str(exc))
-    from himga.testing._outcomes import ContractChecker
-
     known = [contract.id for contract in CONTRACTS]
     wanted = args.contract or known
     unknown = [contract_id for contract_id in wanted if contract_id not in known]
     if unknown:
         return _error(f"unknown contract id {unknown[0]!r} (known: {', '.join(known)})")
+    with _memory_output_to_stderr() as verdicts:
+        return _check(args, known, wanted, verdicts)
+
+
+def _check(args: argparse.Namespace, known: list[str], wanted: list[str], out: TextIO) -> int:
+    from himga.testing._outcomes import ContractChecker
+
     try:
         arguments = parse_memory_arguments(args.memory_arg)
         factory = resolve_memory(args.memory, arguments).factory
@@ -184,7 +192,8 @@ def _run(args: argparse.Namespace) -> int:
     max_examples = args.max_examples or DEFAULT_MAX_EXAMPLES
     if not args.json:
         mode = ", deterministic" if args.deterministic else ""
-        print(f"checking {args.memory} ({max_examples} examples per contract{mode})", flush=True)
+        line = f"checking {args.memory} ({max_examples} examples per contract{mode})"
+        print(line, file=out, flush=True)
     checker = ContractChecker(
         factory,
         max_examples=max_examples,
@@ -194,14 +203,40 @@ def _run(args: argparse.Namespace) -> int:
         timeout=args.memory_timeout,
     )
     for contract_id in [c for c in known if c in wanted]:
-        _print(checker.outcome(contract_id), as_json=args.json)
+        _print(checker.outcome(contract_id), as_json=args.json, out=out)
     # A contract not asked for, whose violation another contract's run uncovered.
     for contract_id in [c for c in known if c not in wanted and c in checker.found]:
-        _print(checker.outcome(contract_id), as_json=args.json)
+        _print(checker.outcome(contract_id), as_json=args.json, out=out)
     return 1 if checker.found else 0
 
 
-def _print(outcome: ContractOutcome, *, as_json: bool) -> None:
+@contextlib.contextmanager
+def _memory_output_to_stderr() -> Iterator[TextIO]:
+    """The stream for the verdicts (stdout); meanwhile anything else written to stdout --
+    the memory's own prints, from Python or native code -- goes to stderr, so stdout
+    holds verdicts only (under ``--json``, one JSON object per line and nothing else)."""
+    verdicts = sys.stdout
+    try:
+        fd, err_fd = verdicts.fileno(), sys.stderr.fileno()
+    except (AttributeError, OSError, ValueError):  # not backed by a file (captured in process)
+        with contextlib.redirect_stdout(sys.stderr):
+            yield verdicts
+        return
+    verdicts.flush()
+    saved = os.dup(fd)
+    # Closing the stream closes the duplicate, after fd 1 is stdout again.
+    with open(saved, "w", encoding=verdicts.encoding, errors=verdicts.errors, buffering=1) as out:
+        os.dup2(err_fd, fd)
+        try:
+            with contextlib.redirect_stdout(sys.stderr):
+                yield out
+        finally:
+            with contextlib.suppress(OSError):  # a closed pipe: the caller says so
+                out.flush()
+            os.dup2(saved, fd)
+
+
+def _print(outcome: ContractOutcome, *, as_json: bool, out: TextIO) -> None:
     from himga.testing._harness import raised_at
 
     failure = outcome.violation
@@ -219,16 +254,16 @@ def _print(outcome: ContractOutcome, *, as_json: bool) -> None:
             "blocked_by": outcome.blocked_by,
             "seconds": round(outcome.seconds, 3),
         }
-        print(json.dumps(record), flush=True)
+        print(json.dumps(record), file=out, flush=True)
         return
     if failure is not None:
         # A crash's problem says where; another contract's violation names it.
         named = "" if failure.contract_id == contract_id else f"[{failure.contract_id}] "
-        print(f"FAIL  {contract_id}  {named}{failure.problem}")
+        print(f"FAIL  {contract_id}  {named}{failure.problem}", file=out)
         for line in failure.reproducer.splitlines():
-            print(f"      {line}".rstrip())
+            print(f"      {line}".rstrip(), file=out)
     elif outcome.status == "pass":
-        print(f"pass  {contract_id}")
+        print(f"pass  {contract_id}", file=out)
     else:
-        print(f"{outcome.status:<4}  {contract_id}  ({outcome.reason})")
-    sys.stdout.flush()
+        print(f"{outcome.status:<4}  {contract_id}  ({outcome.reason})", file=out)
+    out.flush()

@@ -17,6 +17,7 @@ from urllib.parse import urlsplit
 from himga._cli._check import INTERRUPTED
 from himga._cli._options import memory_timeout, path
 from himga._cli._warnings import one_line_warnings
+from himga._exit_guard import exit_called
 from himga._redact import REDACTED, redact, redact_arguments
 from himga.eval import compute_measurements, format_table
 from himga.eval._memory_calls import DEFAULT_MEMORY_TIMEOUT
@@ -313,8 +314,9 @@ def run(args: argparse.Namespace) -> int:
             print(redact(message), file=sys.stderr)
             return INTERRUPTED
         except SystemExit as exc:
-            # argparse is done by now: this is the memory's factory calling sys.exit.
-            print(f"himga eval: error: the memory called sys.exit({exc.code!r})", file=sys.stderr)
+            # argparse is done by now: this is the memory's factory calling sys.exit (or
+            # os._exit, raised as SystemExit by himga._exit_guard).
+            print(f"himga eval: error: the memory called {exit_called(exc)}", file=sys.stderr)
             return 2
         except PreflightFailedError as exc:
             _print_preflight_failure(args, exc.report)

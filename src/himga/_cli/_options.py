@@ -24,10 +24,18 @@ def memory_timeout(text: str) -> float | None:
 
 def path(text: str) -> Path:
     """A file or directory argument for argparse: refused in one line when no file system
-    could hold it -- a component longer than 255 bytes, or a NUL -- which every
-    operation on it would otherwise fail with an ``OSError`` or ``ValueError``."""
+    could hold it -- a NUL, a lone surrogate that the file-system encoding cannot write, or
+    a component longer than 255 bytes -- which every operation on it would otherwise fail
+    with a ``ValueError``, ``UnicodeEncodeError`` or ``OSError``."""
     if "\0" in text:
-        raise argparse.ArgumentTypeError(f"{text!r}: a path cannot hold a NUL character")
+        raise argparse.ArgumentTypeError(f"{text!r} is not a file name: it holds a NUL character")
+    try:
+        os.fsencode(text)
+    except UnicodeEncodeError as exc:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a file name: {exc.object[exc.start : exc.end]!r} at position "
+            f"{exc.start} cannot be encoded ({exc.reason})"
+        ) from None
     for part in Path(text).parts:
         if len(os.fsencode(part)) > _NAME_MAX:
             raise argparse.ArgumentTypeError(

@@ -69,6 +69,8 @@ def _failed(
         method=failure.method,
         type=failure.error_type,
         message=redact(failure.message),
+        raised_at=None if failure.raised_at is None else redact(failure.raised_at),
+        traceback=None if failure.traceback is None else redact(failure.traceback),
     )
     return new_result(sample, texts, qa, context="", ranked=None, latency=0.0, memory_error=error)
 

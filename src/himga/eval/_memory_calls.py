@@ -23,15 +23,19 @@ the run always ends. The daemon thread never keeps the process alive.
 from __future__ import annotations
 
 import concurrent.futures
+import contextlib
 import inspect
 import math
+import os
 import queue
 import threading
+import traceback
 import weakref
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from himga._errors import HimgaError
+from himga._exit_guard import GUARD_FILE
 from himga.data.schema import Message, Session
 
 __all__ = [
@@ -41,6 +45,7 @@ __all__ = [
     "MemoryBusyError",
     "MemoryCallFailed",
     "MemoryCallTimeout",
+    "frame_location",
     "parse_memory_timeout",
 ]
 
@@ -86,15 +91,52 @@ class MemoryBusyError(HimgaError):
 
 
 class MemoryCallFailed(HimgaError):
-    """A call into the memory failed; ``method``, ``error_type`` and ``message`` say how."""
+    """A call into the memory failed; ``method``, ``error_type`` and ``message`` say how.
+
+    When the memory's code raised ``error``, ``traceback`` holds the frames it passed
+    through below this guard (at most :data:`TRACEBACK_FRAMES`, innermost last) and
+    ``raised_at`` the innermost as ``file:line in function``; both are ``None`` for a
+    failure the guard itself found (a timeout, a return value of the wrong type).
+    """
 
     def __init__(self, method: str, error: BaseException) -> None:
         self.method = method
         self.error = error
         self.error_type = type(error).__name__
         # Recorded in UTF-8 files: a lone surrogate in the memory's message is escaped.
-        self.message = str(error).encode("utf-8", "backslashreplace").decode("utf-8")
+        self.message = _text(str(error))
+        frames = _memory_frames(error)
+        self.raised_at = frame_location(frames[-1]) if frames else None
+        self.traceback = _text("".join(traceback.format_list(frames))) if frames else None
         super().__init__(f"{method} raised {self.error_type}: {self.message}")
+
+
+#: The innermost frames of a memory's exception that a failed call records.
+TRACEBACK_FRAMES = 10
+_GUARD = __file__
+
+
+def _text(text: str) -> str:
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+def _memory_frames(error: BaseException) -> list[traceback.FrameSummary]:
+    """The frames of ``error``'s traceback below the last of this module's: the memory's."""
+    frames = traceback.extract_tb(error.__traceback__)
+    guard = [i for i, frame in enumerate(frames) if frame.filename == _GUARD]
+    below = frames[guard[-1] + 1 :] if guard else frames
+    # os._exit's replacement raised it: the memory's own frame called that.
+    own = [frame for frame in below if frame.filename != GUARD_FILE]
+    return own[-TRACEBACK_FRAMES:]
+
+
+def frame_location(frame: traceback.FrameSummary) -> str:
+    """``file:line in function``, the file relative to the working directory when inside it."""
+    path = frame.filename
+    with contextlib.suppress(ValueError):  # on another drive (Windows)
+        relative = os.path.relpath(path)
+        path = path if relative.startswith("..") else relative
+    return f"{path}:{frame.lineno} in {frame.name}"
 
 
 class CallThread:

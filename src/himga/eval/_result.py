@@ -19,8 +19,11 @@ class MemoryCallError:
     ``"worker"``: the Ray worker holding the sample died or failed, type ``WorkerError``);
     ``type`` names the exception (``"MemoryCallTimeout"`` for a call that
     exceeded the run's memory timeout, ``"TypeError"`` for a return value of the
-    wrong type) and ``message`` is its text. A failed ``reset`` or ``ingest``
-    is recorded on every question of its sample.
+    wrong type) and ``message`` is its text. When the memory's code raised it,
+    ``raised_at`` is where (``file:line in function``, the innermost frame) and
+    ``traceback`` the memory's frames (``None`` otherwise, and in runs written
+    before these fields existed). A failed ``reset`` or ``ingest`` is recorded on
+    every question of its sample.
     """
 
     sample_id: str
@@ -28,6 +31,8 @@ class MemoryCallError:
     method: str
     type: str
     message: str
+    raised_at: str | None = None
+    traceback: str | None = None
 
     def __str__(self) -> str:
         return f"{self.method} raised {self.type}: {self.message}"
@@ -41,7 +46,13 @@ class MemoryCallError:
             method=str(data["method"]),
             type=str(data["type"]),
             message=str(data["message"]),
+            raised_at=_optional_text(data.get("raised_at")),
+            traceback=_optional_text(data.get("traceback")),
         )
+
+
+def _optional_text(value: object) -> str | None:
+    return None if value is None else str(value)
 
 
 @dataclass(frozen=True, slots=True)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import platform
 import time
@@ -149,6 +150,7 @@ class RunOutcome:
         lines = [
             f"memory error: {f['sample_id']} {f['question_id']}: "
             f"{f['method']} raised {f['type']}: {f['message']}"
+            + (f" (at {f['raised_at']})" if f.get("raised_at") else "")
             for f in self.metrics["memory_errors"][:3]
         ]
         if counts["memory_errors"]:
@@ -247,6 +249,9 @@ def _evaluate(
         memory = resolved.factory()
         meter.route(memory)
         return memory
+
+    # Pre-flight's reproducer names the factory it checks: the user's, not this wrapper.
+    functools.update_wrapper(routed, resolved.factory, updated=())
 
     report = None
     if request.preflight:

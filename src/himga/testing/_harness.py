@@ -12,18 +12,20 @@ memory deems relevant, and however random its output.
 
 from __future__ import annotations
 
-import contextlib
+import ast
+import functools
 import inspect
 import itertools
 import math
-import os
 import re
 import traceback
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
+from himga._exit_guard import GUARD_FILE
 from himga.data.schema import Message, Session
+from himga.eval._memory_calls import frame_location
 from himga.memory._protocol import SearchableMemory
 from himga.testing._contracts import ContractViolation
 from himga.testing._deadline import MemoryHung
@@ -90,29 +92,52 @@ def _session(session: Session) -> str:
 
 
 def factory_import(factory: Callable[[], Any]) -> list[str]:
-    """Lines binding ``factory`` by import, or a placeholder saying why that is impossible."""
-    module = getattr(factory, "__module__", None)
-    name = getattr(factory, "__qualname__", None)
-    if module and name and module != "__main__" and "<" not in name:
-        top, _, rest = name.partition(".")
-        if not rest:
-            return [f"from {module} import {top} as factory"]
-        return [f"from {module} import {top}", f"factory = {top}.{rest}"]
-    return [f"factory = ...  # {factory!r}: not importable; bind your memory factory here"]
+    """Lines binding ``factory`` by import, or a placeholder saying why that is impossible.
+
+    A wrapper made with :func:`functools.wraps` stands for what it wraps, and a
+    :func:`functools.partial` of keyword arguments (``--memory-arg``) is rebuilt.
+    """
+    target: Any = inspect.unwrap(factory)
+    keywords: dict[str, Any] = {}
+    if isinstance(target, functools.partial) and not target.args and _literals(target.keywords):
+        target, keywords = target.func, dict(target.keywords)
+    module = getattr(target, "__module__", None)
+    name = getattr(target, "__qualname__", None)
+    if not (module and name and module != "__main__" and "<" not in name):
+        return [f"factory = ...  # {factory!r}: not importable; bind your memory factory here"]
+    top, _, rest = name.partition(".")
+    if not rest and not keywords:
+        return [f"from {module} import {top} as factory"]
+    bound = f"{top}.{rest}" if rest else top
+    if not keywords:
+        return [f"from {module} import {top}", f"factory = {bound}"]
+    arguments = ", ".join(f"{key}={value!r}" for key, value in keywords.items())
+    return [
+        "import functools",
+        f"from {module} import {top}",
+        f"factory = functools.partial({bound}, {arguments})",
+    ]
+
+
+def _literals(keywords: dict[str, Any]) -> bool:
+    """Whether each value's ``repr`` reads back as it (not so for ``nan`` or an object)."""
+    try:
+        return all(
+            key.isidentifier() and ast.literal_eval(repr(value)) == value
+            for key, value in keywords.items()
+        )
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        return False
 
 
 def raised_at(exc: BaseException) -> str | None:
     """``file:line in function`` of the innermost frame outside the kit, if any."""
-    frames = [f for f in traceback.extract_tb(exc.__traceback__) if not f.filename.startswith(_KIT)]
-    if not frames:
-        return None
-    frame = frames[-1]
-    path = frame.filename
-    with contextlib.suppress(ValueError):  # on another drive (Windows)
-        path = os.path.relpath(path)
-    if path.startswith(".."):
-        path = frame.filename
-    return f"{path}:{frame.lineno} in {frame.name}"
+    frames = [
+        f
+        for f in traceback.extract_tb(exc.__traceback__)
+        if not f.filename.startswith(_KIT) and f.filename != GUARD_FILE
+    ]
+    return frame_location(frames[-1]) if frames else None
 
 
 def _hits_problem(output: Any, k: int) -> str | None:
