@@ -9,13 +9,14 @@ from dataclasses import asdict, dataclass, field, fields
 from typing import TYPE_CHECKING, Any
 
 from himga.agent._agent import prompt_hashes
-from himga.llm._protocol import HasTemperature
+from himga.llm._protocol import HasTemperature, HasWeights
 from himga.memory._registry import memory_provenance
 
 if TYPE_CHECKING:
     from himga.agent._agent import BaseAgent
+    from himga.llm._protocol import LLMClient
 
-__all__ = ["SEARCH_K", "RunIdentity", "memory_config", "run_identity"]
+__all__ = ["SEARCH_K", "RunIdentity", "llm_identity", "memory_config", "run_identity"]
 
 #: The default search depth: hits asked of a searchable memory per question.
 SEARCH_K = 50
@@ -39,10 +40,10 @@ class RunIdentity:
       ``memory_repr`` (``None`` when the class has no ``__repr__`` of its own),
       the ``memory_distribution`` and ``memory_version`` that provide it, and
       ``memory_source_sha256`` (:func:`himga.memory.memory_provenance`);
-    * the agent class and its answer settings (``answer`` -- provider, model,
-      temperature, ``max_tokens``; ``None`` without an LLM) and the SHA-256 of
+    * the agent class and its answer settings (``answer`` -- :func:`llm_identity`
+      and ``max_tokens``; ``None`` without an LLM) and the SHA-256 of
       every answer prompt template (``prompt_hashes``);
-    * the ``judge`` (provider, model, temperature and the judge prompts'
+    * the ``judge`` (:func:`llm_identity` of its client and the judge prompts'
       hashes; ``None`` when the run is not judged);
     * the dataset: its name and ``dataset_sha256`` (``None`` when unknown, e.g.
       samples built in memory);
@@ -142,14 +143,7 @@ def run_identity(
     memory_class = f"{type(memory).__module__}:{type(memory).__qualname__}"
     provenance = memory_provenance([type(memory).__module__])
     llm = agent.llm
-    answer = None
-    if llm is not None:
-        answer = {
-            "provider": llm.provider,
-            "model": llm.model,
-            "temperature": temperature_of(llm),
-            "max_tokens": agent.max_tokens,
-        }
+    answer = None if llm is None else {**llm_identity(llm), "max_tokens": agent.max_tokens}
     return RunIdentity(
         memory_spec=memory_spec or memory_class,
         memory_arguments=dict(memory_arguments or {}),
@@ -166,6 +160,20 @@ def run_identity(
         dataset_sha256=dataset_sha256,
         search_k=search_k,
     )
+
+
+def llm_identity(llm: LLMClient) -> dict[str, Any]:
+    """What identifies the model behind ``llm``: provider, model, temperature, and for a
+    model whose weights are a local file (``HasWeights``) its ``weights`` -- the file's
+    SHA-256, the runtime's name and version."""
+    identity: dict[str, Any] = {
+        "provider": llm.provider,
+        "model": llm.model,
+        "temperature": temperature_of(llm),
+    }
+    if isinstance(llm, HasWeights):
+        identity["weights"] = dict(llm.weights)
+    return identity
 
 
 def temperature_of(llm: object) -> float | None:
