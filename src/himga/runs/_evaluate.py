@@ -32,11 +32,11 @@ from himga.eval import (
     run_eval,
 )
 from himga.eval._checkpoint import Checkpoint
-from himga.eval._identity import memory_config, temperature_of
+from himga.eval._identity import llm_identity, memory_config, temperature_of
 from himga.eval._memory_calls import DEFAULT_MEMORY_TIMEOUT
 from himga.eval._shard import coverage
 from himga.integrations import CostSummary, ProxyCall
-from himga.llm import HasCacheStats, HasMaxRetries, HasUsage, LLMClient
+from himga.llm import HasCacheStats, HasMaxRetries, HasUsage, HasWeights, LLMClient
 from himga.llm._client import public_url
 from himga.memory import BaseMemory, memory_provenance, resolve_memory
 from himga.runs._costs import CALLS_FILE, CallLog, RunMeter, read_calls
@@ -86,6 +86,8 @@ class EvalRequest:
     llm_cache: Path | None = None
     llm_timeout: float | None = None
     llm_retries: int | None = None
+    llm_threads: int | None = None
+    llm_context: int | None = None
     limit: int | None = None
     out: Path | None = None
     resume: bool = False
@@ -276,9 +278,7 @@ def _evaluate(
     benchmark_judge = get_benchmark(request.dataset).judge
     if llm is not None and judging:
         judge_identity = {
-            "provider": llm.provider,
-            "model": llm.model,
-            "temperature": temperature_of(llm),
+            **llm_identity(llm),
             "prompt_hashes": judge_prompt_hashes(
                 benchmark_judge.prompts if benchmark_judge else {}
             ),
@@ -425,6 +425,8 @@ def _llm_settings(request: EvalRequest) -> dict[str, Any]:
         "cache": None if request.llm_cache is None else str(request.llm_cache),
         "timeout": request.llm_timeout,
         "max_retries": request.llm_retries,
+        "threads": request.llm_threads,
+        "context": request.llm_context,
     }
     return {name: value for name, value in settings.items() if value is not None}
 
@@ -528,7 +530,7 @@ def _describe_llm(
     if llm is None:
         return None
     cache = llm.cache_stats if isinstance(llm, HasCacheStats) else None
-    return {
+    described = {
         "provider": llm.provider,
         "model": llm.model,
         "base_url": None if base_url is None else public_url(base_url),
@@ -537,6 +539,9 @@ def _describe_llm(
         "max_concurrency": concurrency or llm.max_concurrency,
         "cache": None if cache is None else dataclasses.asdict(cache),
     }
+    if isinstance(llm, HasWeights):
+        described["weights"] = dict(llm.weights)
+    return described
 
 
 def _usage(llm: object) -> dict[str, Any] | None:
