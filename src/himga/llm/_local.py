@@ -15,6 +15,8 @@ import os
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar, Final
 
+from typing_extensions import NotRequired, TypedDict, Unpack
+
 from himga.llm._cache import LLMCache
 from himga.llm._gguf import check_gguf, gguf_sha256
 from himga.llm._local_server import RUNTIME, ServerSettings, runtime_version, serve
@@ -29,6 +31,17 @@ DEFAULT_THREADS: Final = 1
 #: Context window in tokens: room for LoCoMo's answer prompt with the top retrieved turns.
 DEFAULT_CONTEXT: Final = 4096
 DEFAULT_SEED: Final = 0
+
+
+class ClientSettings(TypedDict):
+    """The :class:`~himga.llm.SDKClient` settings a local client passes on unchanged."""
+
+    max_concurrency: int
+    max_retries: int
+    timeout: float
+    temperature: float | None
+    max_tokens: int
+    cache: NotRequired[str | os.PathLike[str] | LLMCache | None]
 
 
 class LocalClient(OpenAIClient):
@@ -56,12 +69,7 @@ class LocalClient(OpenAIClient):
         threads: int = DEFAULT_THREADS,
         context: int = DEFAULT_CONTEXT,
         seed: int = DEFAULT_SEED,
-        max_concurrency: int,
-        max_retries: int,
-        timeout: float,
-        temperature: float | None,
-        max_tokens: int,
-        cache: str | os.PathLike[str] | LLMCache | None = None,
+        **settings: Unpack[ClientSettings],
     ) -> None:
         version = runtime_version()
         file = check_gguf(model)
@@ -79,17 +87,8 @@ class LocalClient(OpenAIClient):
         }
         if base_url is None:
             base_url = serve(ServerSettings(file, threads, context, seed)).base_url
-        super().__init__(
-            api_key="local",  # the server asks for no key; the SDK wants a non-empty one
-            model=str(file),
-            base_url=base_url,
-            max_concurrency=max_concurrency,
-            max_retries=max_retries,
-            timeout=timeout,
-            temperature=temperature,
-            max_tokens=max_tokens,
-            cache=cache,
-        )
+        # The server asks for no key; the SDK wants a non-empty one.
+        super().__init__(api_key="local", model=str(file), base_url=base_url, **settings)
 
     @property
     def weights(self) -> Mapping[str, Any]:

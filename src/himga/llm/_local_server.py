@@ -33,8 +33,8 @@ from pathlib import Path
 from typing import IO, Final
 
 from himga._extras import MissingExtraError
-from himga.llm._gguf import LocalModelError
 from himga.llm import _watchdog
+from himga.llm._gguf import LocalModelError
 from himga.llm._watchdog import STOP_GRACE
 
 __all__ = [
@@ -73,7 +73,7 @@ SERVER_SETTINGS_ENV: Final = frozenset(
         "yarn_ext_factor", "yarn_orig_ctx",
     }
 )  # fmt: skip
-_TAIL_LINES = 8
+_TAIL_LINES = 3
 _PORT_ATTEMPTS = 3
 
 

@@ -72,7 +72,10 @@ def main(argv: Sequence[str]) -> int:
         signal.signal(signum, on_signal)
 
     def watch_parent() -> None:
-        sys.stdin.buffer.read()  # returns at end of file: himga closed the pipe or died
+        # The raw descriptor, not sys.stdin: a thread blocked in a buffered read would
+        # hold its lock while the interpreter shuts down after the server exits.
+        while os.read(0, 4096):  # b"" at end of file: himga closed the pipe or died
+            pass
         stop()
 
     threading.Thread(target=watch_parent, name="himga-watchdog", daemon=True).start()
