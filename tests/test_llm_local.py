@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import os
+import pickle
 import signal
 import subprocess
 import sys
@@ -21,10 +22,13 @@ import pytest
 
 from himga._extras import MissingExtraError
 from himga.agent import BaseAgent
+from himga.eval import AgentSpec
 from himga.eval._identity import run_identity
+from himga.integrations import ProxyCall
+from himga.integrations._meter import RunMeter
 from himga.llm import LLMConfigError, LocalModelError, _gguf, _local_server, get_client
 from tests.cli_support import QUICK, cwd, offline_cli, run_cli
-from tests.local_model import require_local_runtime, smollm2_gguf
+from tests.local_model import SMOLLM2_SHA256, require_local_runtime, smollm2_gguf
 from tests.test_eval_support import RecordingMemory, ScriptedLLM
 
 pytestmark = pytest.mark.usefixtures("loopback_only")
@@ -259,3 +263,26 @@ def test_no_server_outlives_himga(tmp_path: Path, model: Path, stop: signal.Sign
     finally:
         child.kill()
         child.communicate()
+
+
+@linux_only
+@pytest.mark.usefixtures("servers")
+def test_a_spec_builds_the_metered_local_agent_anywhere_with_one_identity(model: Path) -> None:
+    # What himga eval and each Ray worker do with the spec: build the agent through a
+    # meter, whose answer proxy sits between the client and the server.
+    spec = AgentSpec(memory="keyword", llm="local", model=str(model), llm_settings={"threads": 1})
+    shipped = pickle.loads(pickle.dumps(spec))
+    calls: list[ProxyCall] = []
+    with RunMeter(calls.append) as meter:
+        agent, _ = shipped.assemble(meter)
+        assert agent.llm is not None
+        with meter.answer_phase("answering"):
+            assert agent.llm.chat([{"role": "user", "content": "Hi"}], max_tokens=3)
+        meter.settle()
+    assert [(c.phase, c.status) for c in calls] == [("answering", 200)]
+    assert calls[0].output_tokens is not None
+    assert 0 < calls[0].output_tokens <= 3
+    identity = shipped.run_identity(agent)
+    assert identity == spec.run_identity()  # built again, as another process would
+    assert identity.answer is not None
+    assert identity.answer["weights"]["sha256"] == SMOLLM2_SHA256
