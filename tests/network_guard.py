@@ -7,19 +7,22 @@ which ``tests/conftest.py`` makes available to every module): every
 with ``OSError`` *before* anything is sent, and recorded. The test then fails at
 teardown even when the code under test swallowed the error (telemetry clients do),
 naming every attempt. Unix sockets are allowed. Threads are covered (the patches are
-on the ``socket`` module and class); child processes are not.
+on the ``socket`` module and class); child processes are not, unless they start
+Python with ``tests/child_guard`` on ``PYTHONPATH`` (see its ``sitecustomize``).
 """
 
 from __future__ import annotations
 
 import ipaddress
+import os
 import socket
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-__all__ = ["guard_network", "is_loopback", "loopback_only"]
+__all__ = ["child_guard_env", "guard_network", "is_loopback", "loopback_only"]
 
 _LOCAL_NAMES = frozenset({"localhost", "localhost.localdomain", "ip6-localhost"})
 
@@ -47,9 +50,10 @@ def _allowed(family: int, address: Any) -> bool:
     return False
 
 
-def guard_network(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """Patch ``socket`` to refuse non-loopback connections; the list of attempts, appended to."""
-    attempts: list[str] = []
+def guard_network(monkeypatch: pytest.MonkeyPatch, attempts: list[str] | None = None) -> list[str]:
+    """Patch ``socket`` to refuse non-loopback connections; the list of attempts (``attempts``
+    if given), appended to."""
+    attempts = [] if attempts is None else attempts
     connect, connect_ex = socket.socket.connect, socket.socket.connect_ex
     getaddrinfo = socket.getaddrinfo
 
@@ -85,3 +89,14 @@ def loopback_only(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
     yield attempts
     if attempts:
         pytest.fail("non-loopback network access attempted: " + "; ".join(attempts))
+
+
+def child_guard_env(log: Path) -> dict[str, str]:
+    """The environment variables that put the guard in every Python process started
+    with them (``tests/child_guard/sitecustomize.py``), recording attempts in ``log``."""
+    root = Path(__file__).resolve().parent.parent
+    paths = [str(root / "tests" / "child_guard"), str(root), os.environ.get("PYTHONPATH", "")]
+    return {
+        "PYTHONPATH": os.pathsep.join(p for p in paths if p),
+        "HIMGA_TEST_NETWORK_LOG": str(log),
+    }

@@ -82,11 +82,30 @@ def register(commands: Any) -> None:
     )
     parser.add_argument(
         "--llm",
-        choices=("anthropic", "openai"),
+        choices=("anthropic", "openai", "local"),
         default=None,
-        help="answer with this provider (key and base URL from the SDK's environment variables)",
+        help="answer with this provider (key and base URL from the SDK's environment "
+        "variables; local: the GGUF file --model served on loopback, needs himga[local])",
     )
-    parser.add_argument("--model", default=None, help="model name (default: the provider's)")
+    parser.add_argument(
+        "--model",
+        default=None,
+        help="model name (default: the provider's); with --llm local the GGUF file's path",
+    )
+    parser.add_argument(
+        "--llm-threads",
+        type=int,
+        default=None,
+        metavar="N",
+        help="CPU threads of the local model (--llm local; default 1)",
+    )
+    parser.add_argument(
+        "--llm-context",
+        type=int,
+        default=None,
+        metavar="TOKENS",
+        help="context window of the local model in tokens (--llm local; default 4096)",
+    )
     parser.add_argument(
         "--llm-timeout",
         type=_positive_float,
@@ -240,12 +259,15 @@ def _usage_error(args: argparse.Namespace) -> str | None:
     url = args.judge_base_url
     if url is not None and not (urlsplit(url).scheme in ("http", "https") and urlsplit(url).netloc):
         return f"--judge-base-url must be an http:// or https:// URL, got {url!r}"
+    for local_only in ("llm_threads", "llm_context"):
+        if args.llm != "local" and getattr(args, local_only) is not None:
+            return f"--{local_only.replace('_', '-')} needs --llm local"
     if args.ray is None and (args.workers is not None or args.worker_resource):
         return "--workers and --worker-resource need --ray"
-    for option in ("limit", "concurrency", "workers"):
+    for option in ("limit", "concurrency", "workers", "llm_threads", "llm_context"):
         value = getattr(args, option)
         if value is not None and value < 1:
-            return f"--{option} must be >= 1, got {value}"
+            return f"--{option.replace('_', '-')} must be >= 1, got {value}"
     if args.llm_retries is not None and args.llm_retries < 0:
         return f"--llm-retries must be >= 0, got {args.llm_retries}"
     from himga.runs import LOCK, MARKER, RUN_FILES

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from himga._redact import redact_arguments, redact_repr
 from himga.agent._agent import prompt_hashes
-from himga.llm._protocol import HasTemperature
+from himga.llm._protocol import HasTemperature, HasWeights
 from himga.memory._registry import memory_provenance
 
 if TYPE_CHECKING:
@@ -42,10 +42,10 @@ class RunIdentity:
       ``memory_repr`` (``None`` when the class has no ``__repr__`` of its own),
       the ``memory_distribution`` and ``memory_version`` that provide it, and
       ``memory_source_sha256`` (:func:`himga.memory.memory_provenance`);
-    * the agent class and its answer settings (``answer`` -- provider, model,
-      temperature, ``max_tokens``; ``None`` without an LLM) and the SHA-256 of
+    * the agent class and its answer settings (``answer`` -- :func:`llm_identity`
+      and ``max_tokens``; ``None`` without an LLM) and the SHA-256 of
       every answer prompt template (``prompt_hashes``);
-    * the ``judge`` (provider, model, temperature and the judge prompts'
+    * the ``judge`` (:func:`llm_identity` of its client and the judge prompts'
       hashes; ``None`` when the run is not judged);
     * the dataset: its name and ``dataset_sha256`` (``None`` when unknown, e.g.
       samples built in memory);
@@ -174,8 +174,16 @@ def run_identity(
 
 def llm_identity(llm: LLMClient) -> dict[str, Any]:
     """What identifies a model client in a run, the answerer's and the judge's alike:
-    provider, model and temperature."""
-    return {"provider": llm.provider, "model": llm.model, "temperature": temperature_of(llm)}
+    provider, model, temperature, and for a model whose weights are a local file
+    (``HasWeights``) its ``weights`` -- the file's SHA-256, the runtime's name and version."""
+    identity: dict[str, Any] = {
+        "provider": llm.provider,
+        "model": llm.model,
+        "temperature": temperature_of(llm),
+    }
+    if isinstance(llm, HasWeights):
+        identity["weights"] = dict(llm.weights)
+    return identity
 
 
 def temperature_of(llm: object) -> float | None:

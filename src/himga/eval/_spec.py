@@ -23,7 +23,8 @@ if TYPE_CHECKING:
 __all__ = ["LLM_SETTINGS", "AgentSpec", "AgentSpecError"]
 
 #: The :func:`~himga.llm.get_client` settings a spec may carry (never ``api_key``);
-#: ``cache`` is the path of an ``--llm-cache`` SQLite file every process shares.
+#: ``cache`` is the path of an ``--llm-cache`` SQLite file every process shares;
+#: ``threads``, ``context`` and ``seed`` configure a ``local`` model's server.
 LLM_SETTINGS = (
     "base_url",
     "cache",
@@ -32,6 +33,9 @@ LLM_SETTINGS = (
     "timeout",
     "temperature",
     "max_tokens",
+    "threads",
+    "context",
+    "seed",
 )
 
 
@@ -56,9 +60,11 @@ class AgentSpec:
     * ``memory``: a registered memory name or ``module:attr`` factory, as for
       ``himga eval --memory``, and ``memory_arguments`` its constructor keyword
       arguments (JSON values);
-    * ``llm``: the provider (``"anthropic"``, ``"openai"``; ``None`` for a
-      retrieval-only agent), ``model`` (``None``: the provider's default, or
-      ``$HIMGA_MODEL`` where the agent is built) and ``llm_settings``, keyword
+    * ``llm``: the provider (``"anthropic"``, ``"openai"``, ``"local"``; ``None``
+      for a retrieval-only agent), ``model`` (``None``: the provider's default, or
+      ``$HIMGA_MODEL`` where the agent is built; for ``"local"`` the GGUF file's
+      path, which must hold the same file in every process: its SHA-256 is in
+      the run identity) and ``llm_settings``, keyword
       arguments of :func:`~himga.llm.get_client` among :data:`LLM_SETTINGS`;
     * ``max_tokens``: the reply budget of each answer.
 

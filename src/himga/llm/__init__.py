@@ -30,9 +30,12 @@ from himga.llm._factory import (
     DEFAULT_PROVIDER,
     DEFAULT_TEMPERATURES,
     DEFAULT_TIMEOUT,
+    LOCAL_MAX_CONCURRENCY,
     PROVIDERS,
     get_client,
 )
+from himga.llm._gguf import LocalModelError
+from himga.llm._local import LocalClient
 from himga.llm._openai import OpenAIClient
 from himga.llm._protocol import (
     CachingLLMClient,
@@ -43,6 +46,7 @@ from himga.llm._protocol import (
     HasMaxTokens,
     HasTemperature,
     HasUsage,
+    HasWeights,
     LLMClient,
 )
 from himga.llm._usage import TokenUsage
@@ -65,6 +69,7 @@ __all__ = [
     "DEFAULT_PROVIDER",
     "DEFAULT_TEMPERATURES",
     "DEFAULT_TIMEOUT",
+    "LOCAL_MAX_CONCURRENCY",
     "PROVIDERS",
     "AnthropicClient",
     "CacheSchemaError",
@@ -81,10 +86,13 @@ __all__ = [
     "HasMaxTokens",
     "HasTemperature",
     "HasUsage",
+    "HasWeights",
     "LLMCache",
     "LLMClient",
     "LLMConfigError",
     "LLMError",
+    "LocalClient",
+    "LocalModelError",
     "MissingAPIKeyError",
     "OpenAIClient",
     "RecordedRequest",

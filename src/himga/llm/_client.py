@@ -278,8 +278,12 @@ class SDKClient(ABC):
     def _cache_key(self, messages: Sequence[ChatMessage], max_tokens: int) -> str | None:
         if self.cache is None:
             return None
-        settings = {"max_tokens": max_tokens, "temperature": self.temperature}
-        return cache_key(self.provider, self._model, settings, messages)
+        return cache_key(self.provider, self._model, self._cache_settings(max_tokens), messages)
+
+    def _cache_settings(self, max_tokens: int) -> dict[str, Any]:
+        """What, besides provider, model and messages, changes a reply (the cache key's
+        settings); a subclass adds its own."""
+        return {"max_tokens": max_tokens, "temperature": self.temperature}
 
     def _cached(self, key: str) -> Completion | None:
         assert self.cache is not None

@@ -9,7 +9,8 @@ from typing import Final
 from himga.llm._anthropic import AnthropicClient
 from himga.llm._cache import LLMCache
 from himga.llm._client import SDKClient
-from himga.llm._errors import MissingAPIKeyError, UnknownProviderError
+from himga.llm._errors import LLMConfigError, MissingAPIKeyError, UnknownProviderError
+from himga.llm._local import DEFAULT_CONTEXT, DEFAULT_SEED, DEFAULT_THREADS, LocalClient
 from himga.llm._openai import OpenAIClient
 
 __all__ = [
@@ -20,22 +21,31 @@ __all__ = [
     "DEFAULT_PROVIDER",
     "DEFAULT_TEMPERATURES",
     "DEFAULT_TIMEOUT",
+    "LOCAL_MAX_CONCURRENCY",
     "PROVIDERS",
     "get_client",
 ]
 
-PROVIDERS: Final = ("anthropic", "openai")
+PROVIDERS: Final = ("anthropic", "openai", "local")
 DEFAULT_PROVIDER: Final = "anthropic"
 #: Small, cheap models, so a full LoCoMo run (about 4,000 calls with the judge) stays affordable.
+#: The local provider has none: its model is the GGUF file the user brings.
 DEFAULT_MODELS: Final = {"anthropic": "claude-haiku-4-5", "openai": "gpt-4o-mini"}
 DEFAULT_MAX_CONCURRENCY: Final = 32
+#: In-flight calls of a local model: its server computes one reply at a time, so more
+#: would only wait in its queue, towards their timeouts.
+LOCAL_MAX_CONCURRENCY: Final = 1
 DEFAULT_MAX_RETRIES: Final = 5
 DEFAULT_TIMEOUT: Final = 120.0
 DEFAULT_MAX_TOKENS: Final = 1024
 
 #: Sampling temperature when none is given: 0 where the API accepts one (OpenAI and
 #: compatible servers); Anthropic's current API rejects sampling parameters.
-DEFAULT_TEMPERATURES: Final[dict[str, float | None]] = {"anthropic": None, "openai": 0.0}
+DEFAULT_TEMPERATURES: Final[dict[str, float | None]] = {
+    "anthropic": None,
+    "openai": 0.0,
+    "local": 0.0,
+}
 
 
 class _Default(enum.Enum):
@@ -49,6 +59,7 @@ _DEFAULT: Final = _Default.TOKEN
 _CLIENTS: Final[dict[str, type[SDKClient]]] = {
     "anthropic": AnthropicClient,
     "openai": OpenAIClient,
+    "local": LocalClient,
 }
 
 
@@ -63,14 +74,17 @@ def get_client(
     model: str | None = None,
     api_key: str | None = None,
     base_url: str | None = None,
-    max_concurrency: int = DEFAULT_MAX_CONCURRENCY,
+    max_concurrency: int | _Default = _DEFAULT,
     max_retries: int = DEFAULT_MAX_RETRIES,
     timeout: float = DEFAULT_TIMEOUT,
     temperature: float | _Default | None = _DEFAULT,
     max_tokens: int = DEFAULT_MAX_TOKENS,
     cache: str | os.PathLike[str] | LLMCache | None = None,
+    threads: int | None = None,
+    context: int | None = None,
+    seed: int | None = None,
 ) -> SDKClient:
-    """A client for ``provider`` (``"anthropic"`` or ``"openai"``).
+    """A client for ``provider`` (``"anthropic"``, ``"openai"`` or ``"local"``).
 
     Each setting comes from its argument, else the environment, else a default:
 
@@ -88,6 +102,14 @@ def get_client(
 
     ``cache`` (a SQLite file path, or an :class:`~himga.llm.LLMCache`) answers a
     request asked before from the file instead of the model; off by default.
+    ``max_concurrency`` defaults to :data:`DEFAULT_MAX_CONCURRENCY`
+    (:data:`LOCAL_MAX_CONCURRENCY` for a local model).
+
+    ``"local"`` serves the GGUF file ``model`` (required: the argument or
+    ``$HIMGA_MODEL``) on loopback (:class:`~himga.llm.LocalClient`): no key, no
+    network; ``base_url`` only if given (the ``OPENAI_*`` variables do not apply);
+    ``threads`` (default 1), ``context`` (tokens, default 4096) and ``seed``
+    (default 0) configure its server, and are refused for the other providers.
     """
     name = provider if provider is not None else (_env("LLM_PROVIDER") or DEFAULT_PROVIDER)
     key = name.strip().lower()
@@ -96,6 +118,36 @@ def get_client(
         raise UnknownProviderError(
             f"unknown LLM provider {name!r} (from {source}); choose one of {', '.join(PROVIDERS)}"
         )
+    resolved_model = model or _env("HIMGA_MODEL")
+    resolved_temperature = DEFAULT_TEMPERATURES[key] if temperature is _DEFAULT else temperature
+    if key == "local":
+        if not resolved_model:
+            raise LLMConfigError(
+                "the local provider needs the path of a GGUF file as the model "
+                "(--model PATH.gguf, model= or HIMGA_MODEL)"
+            )
+        for name, value in (("threads", threads), ("context", context)):
+            if value is not None and value < 1:
+                raise LLMConfigError(f"{name} must be >= 1, got {value!r}")
+        return LocalClient(
+            model=resolved_model,
+            base_url=base_url,
+            threads=DEFAULT_THREADS if threads is None else threads,
+            context=DEFAULT_CONTEXT if context is None else context,
+            seed=DEFAULT_SEED if seed is None else seed,
+            max_concurrency=LOCAL_MAX_CONCURRENCY
+            if max_concurrency is _DEFAULT
+            else max_concurrency,
+            max_retries=max_retries,
+            timeout=timeout,
+            temperature=resolved_temperature,
+            max_tokens=max_tokens,
+            cache=cache,
+        )
+    local_only = {"threads": threads, "context": context, "seed": seed}
+    given = [name for name, value in local_only.items() if value is not None]
+    if given:
+        raise LLMConfigError(f"{', '.join(given)}: settings of the local provider, not {key}")
     prefix = key.upper()
     resolved_key = api_key if api_key is not None else _env(f"{prefix}_API_KEY")
     if not resolved_key:
@@ -105,12 +157,12 @@ def get_client(
         )
     return _CLIENTS[key](
         api_key=resolved_key,
-        model=model or _env("HIMGA_MODEL") or DEFAULT_MODELS[key],
+        model=resolved_model or DEFAULT_MODELS[key],
         base_url=base_url if base_url is not None else _env(f"{prefix}_BASE_URL"),
-        max_concurrency=max_concurrency,
+        max_concurrency=DEFAULT_MAX_CONCURRENCY if max_concurrency is _DEFAULT else max_concurrency,
         max_retries=max_retries,
         timeout=timeout,
-        temperature=DEFAULT_TEMPERATURES[key] if temperature is _DEFAULT else temperature,
+        temperature=resolved_temperature,
         max_tokens=max_tokens,
         cache=cache,
     )

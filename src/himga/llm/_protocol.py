@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Protocol, TypedDict, runtime_checkable
+from typing import Any, Protocol, TypedDict, runtime_checkable
 
 from himga.llm._usage import TokenUsage
 
@@ -16,6 +16,7 @@ __all__ = [
     "HasMaxRetries",
     "HasTemperature",
     "HasUsage",
+    "HasWeights",
     "LLMClient",
 ]
 
@@ -140,4 +141,16 @@ class HasUsage(Protocol):
     @property
     def usage(self) -> TokenUsage:
         """Calls and tokens so far."""
+        ...
+
+
+@runtime_checkable
+class HasWeights(Protocol):
+    """A client of a model whose weights are a file on this machine (the ``local``
+    provider): what names them, recorded in the run identity and the manifest."""
+
+    @property
+    def weights(self) -> Mapping[str, Any]:
+        """Plain JSON data: the file's ``sha256``, the ``runtime`` and its
+        ``runtime_version``, and the settings that change a reply."""
         ...

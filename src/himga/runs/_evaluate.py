@@ -38,7 +38,14 @@ from himga.eval._identity import llm_identity, memory_config, temperature_of
 from himga.eval._memory_calls import DEFAULT_MEMORY_TIMEOUT
 from himga.eval._shard import coverage
 from himga.integrations import CostSummary, ProxyCall
-from himga.llm import HasCacheStats, HasMaxRetries, HasUsage, LLMClient, LLMConfigError
+from himga.llm import (
+    HasCacheStats,
+    HasMaxRetries,
+    HasUsage,
+    HasWeights,
+    LLMClient,
+    LLMConfigError,
+)
 from himga.llm._client import public_url
 from himga.memory import BaseMemory, memory_provenance, resolve_memory
 from himga.runs._costs import CALLS_FILE, CallLog, RunMeter, read_calls
@@ -95,6 +102,8 @@ class EvalRequest:
     llm_cache: Path | None = None
     llm_timeout: float | None = None
     llm_retries: int | None = None
+    llm_threads: int | None = None
+    llm_context: int | None = None
     limit: int | None = None
     out: Path | None = None
     resume: bool = False
@@ -494,6 +503,8 @@ def _llm_settings(request: EvalRequest) -> dict[str, Any]:
         "cache": None if request.llm_cache is None else str(request.llm_cache),
         "timeout": request.llm_timeout,
         "max_retries": request.llm_retries,
+        "threads": request.llm_threads,
+        "context": request.llm_context,
     }
     return {name: value for name, value in settings.items() if value is not None}
 
@@ -622,7 +633,7 @@ def _describe_llm(
     if llm is None:
         return None
     cache = llm.cache_stats if isinstance(llm, HasCacheStats) else None
-    return {
+    described = {
         "provider": llm.provider,
         "model": llm.model,
         "base_url": None if base_url is None else public_url(base_url),
@@ -631,6 +642,9 @@ def _describe_llm(
         "max_concurrency": concurrency or llm.max_concurrency,
         "cache": None if cache is None else dataclasses.asdict(cache),
     }
+    if isinstance(llm, HasWeights):
+        described["weights"] = dict(llm.weights)
+    return described
 
 
 def _usage(llm: object) -> dict[str, Any] | None:
