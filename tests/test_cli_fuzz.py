@@ -49,6 +49,7 @@ from himga._cli._options import path
 from himga._extras import MissingExtraError
 from himga.eval import Shard
 from himga.runs import _preflight
+from himga.view import ViewServer
 from tests.cli_support import QUICK, cwd, offline_cli, run_cli
 
 pytestmark = pytest.mark.usefixtures("loopback_only")
@@ -67,6 +68,8 @@ DOCUMENTED = {
     "memories": {0, 2},
     "merge": {0, 2},
     "report": {0, 2},
+    "runs": {0, 2},
+    "view": {0, 2},
 }
 
 #: Files of a run the mutations damage.
@@ -356,6 +359,8 @@ def test_no_command_line_shows_a_traceback(
     sandbox: Path, monkeypatch: pytest.MonkeyPatch, command: str
 ) -> None:
     monkeypatch.setattr(_fake_llm, "threading", _served_at_once())
+    # A served viewer runs until Ctrl-C: here it is built, bound and left at once.
+    monkeypatch.setattr(ViewServer, "serve_forever", lambda self: None)
 
     @settings(
         max_examples=max(2, round(settings().max_examples * WEIGHT.get(command, 1.0))),

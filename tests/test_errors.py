@@ -80,10 +80,14 @@ def test_every_exception_class_himga_defines_derives_from_the_root() -> None:
     assert wrong == []
 
 
-#: BaseExceptions that are control flow inside the kit, never raised to a caller:
-#: MemoryHung must get past Hypothesis (which catches Exception) and never leaves
-#: check_contract, where it becomes a ContractViolation.
-_CONTROL_FLOW = frozenset({"himga.testing._deadline.MemoryHung"})
+#: BaseExceptions that are control flow, never raised to a caller: MemoryHung must get
+#: past Hypothesis (which catches Exception) and never leaves check_contract, where it
+#: becomes a ContractViolation; ProcessExitCalled stands for a memory's ``os._exit`` and,
+#: like ``sys.exit``, must not be swallowed by the memory's own ``except Exception`` (the
+#: memory-call guards turn it into the memory's failure).
+_CONTROL_FLOW = frozenset(
+    {"himga.testing._deadline.MemoryHung", "himga._exit_guard.ProcessExitCalled"}
+)
 
 
 def test_roots_keep_the_builtin_bases() -> None:

@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from himga._cli._options import path as path_argument
 from himga.runs import RunReadError, find_runs, format_runs, load_run, summarize_run
 
 __all__ = ["register", "run"]
@@ -27,7 +28,12 @@ def register(commands: Any) -> None:
         ),
     )
     parser.add_argument(
-        "dir", type=Path, nargs="?", default=Path("runs"), metavar="DIR", help="runs directory"
+        "dir",
+        type=path_argument,
+        nargs="?",
+        default=Path("runs"),
+        metavar="DIR",
+        help="runs directory",
     )
     parser.set_defaults(handler=run)
 

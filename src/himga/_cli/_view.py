@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from himga._cli._options import path as path_argument
 from himga.runs import PartialRun, Run, RunReadError, find_runs, load_run
 
 __all__ = ["register", "run"]
@@ -28,9 +29,15 @@ def register(commands: Any) -> None:
         ),
     )
     parser.add_argument(
-        "runs", nargs="*", type=Path, metavar="RUN_OR_DIR", help="runs to show (default: runs/)"
+        "runs",
+        nargs="*",
+        type=path_argument,
+        metavar="RUN_OR_DIR",
+        help="runs to show (default: runs/)",
     )
-    parser.add_argument("--html", type=Path, default=None, metavar="FILE", help="write one file")
+    parser.add_argument(
+        "--html", type=path_argument, default=None, metavar="FILE", help="write one file"
+    )
     parser.add_argument("--port", type=_port, default=0, help="port to serve on (default: free)")
     parser.set_defaults(handler=run)
 
