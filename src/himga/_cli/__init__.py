@@ -11,7 +11,17 @@ from collections.abc import Sequence
 from typing import NoReturn
 
 import himga
-from himga._cli import _check, _compare, _datasets, _eval, _fake_llm, _memories, _merge, _report
+from himga._cli import (
+    _cache,
+    _check,
+    _compare,
+    _datasets,
+    _eval,
+    _fake_llm,
+    _memories,
+    _merge,
+    _report,
+)
 
 __all__ = ["entry_point", "main", "parser"]
 
@@ -27,7 +37,17 @@ def parser() -> argparse.ArgumentParser:
     )
     made.add_argument("--version", action="version", version=f"himga {himga.__version__}")
     commands = made.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for command in (_check, _compare, _datasets, _eval, _fake_llm, _memories, _merge, _report):
+    for command in (
+        _cache,
+        _check,
+        _compare,
+        _datasets,
+        _eval,
+        _fake_llm,
+        _memories,
+        _merge,
+        _report,
+    ):
         command.register(commands)
     return made
 
