@@ -8,7 +8,14 @@ from himga.memory._hybrid import HybridMemory
 from himga.memory._keyword import KeywordMemory
 from himga.memory._magma import MagmaMemory, MagmaPaperMemory
 from himga.memory._null import NullMemory
-from himga.memory._protocol import BaseMemory, EndpointUser, Hit, LLMUser, SearchableMemory
+from himga.memory._protocol import (
+    BaseMemory,
+    EmbeddingUser,
+    EndpointUser,
+    Hit,
+    LLMUser,
+    SearchableMemory,
+)
 from himga.memory._registry import (
     MemoryArgumentError,
     MemoryFactory,
@@ -29,6 +36,7 @@ __all__ = [
     "BM25Memory",
     "BaseMemory",
     "DenseMemory",
+    "EmbeddingUser",
     "EndpointUser",
     "FullContextMemory",
     "HiMGAMemory",
