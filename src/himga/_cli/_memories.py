@@ -85,7 +85,7 @@ def _needs(plugin: MemoryPlugin) -> tuple[str | None, str | None]:
     declares none); ``(None, None)`` for a plug-in, which is never imported here."""
     if plugin.distribution != BUILTIN_DISTRIBUTION:
         return None, None
-    factory = plugin.load()
+    factory: object = plugin.load()
     if isinstance(factory, DeclaresNeeds):
         return factory.NEEDS, factory.COLD_START
     return "nothing", "none (cold = warm)"
