@@ -6,7 +6,14 @@ from hypothesis import given, settings
 
 from himga.data.schema import Message, Session
 from himga.embed import HashEmbedder
-from himga.memory import EmbeddingUser, resolve_memory
+from himga.memory import (
+    BM25Memory,
+    DenseMemory,
+    EmbeddingUser,
+    HiMGAMemory,
+    HybridMemory,
+    resolve_memory,
+)
 from himga.runs import preflight
 from himga.runs._preflight import embedder_of
 from himga.testing import EMBED_TEXT_CHARS, check_contract, texts
@@ -65,6 +72,11 @@ def test_the_embedding_capability_is_read_from_an_instance() -> None:
     assert embedder_of(LongTextRefusingMemory()) == "hash-8"
     assert embedder_of(LongTextRefusingLexicalMemory()) is None
     assert embedder_of(object()) is None
+    assert embedder_of(DenseMemory(embedder="hash")) == "hash-256"
+    assert embedder_of(HybridMemory(embedder="hash")) == "hash-256"
+    assert embedder_of(HiMGAMemory()) is None  # no embedder: lexical
+    assert embedder_of(HiMGAMemory(embedder="hash")) == "hash-256"
+    assert embedder_of(BM25Memory()) is None
 
 
 def test_preflight_bounds_and_announces_an_embedding_memory() -> None:
