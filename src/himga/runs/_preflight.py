@@ -93,7 +93,8 @@ def preflight(
     if model is not None:
         announce(
             f"pre-flight: {memory.spec} embeds with {model}: texts cut to {EMBED_TEXT_CHARS} "
-            f"characters; with an empty embedding cache this takes up to a minute of CPU"
+            f"characters; with an empty embedding cache (himga cache info) this takes about a "
+            f"minute of CPU"
         )
 
     deadline = KIT_MEMORY_TIMEOUT if timeout is None else min(timeout, KIT_MEMORY_TIMEOUT)
