@@ -47,6 +47,7 @@ from hypothesis import strategies as st
 from himga._cli import _check, _fake_llm, _report, parser
 from himga._cli._options import path
 from himga._extras import MissingExtraError
+from himga.embed import EMBED_CACHE_ENV
 from himga.eval import Shard
 from himga.runs import _preflight
 from himga.view import ViewServer
@@ -68,6 +69,7 @@ DOCUMENTED = {
     "memories": {0, 2},
     "merge": {0, 2},
     "report": {0, 2},
+    "cache": {0, 2},
     "runs": {0, 2},
     "view": {0, 2},
 }
@@ -356,9 +358,11 @@ WEIGHT = {"check": 0.4, "eval": 0.6, "fake-llm": 0.4, "memories": 0.2}
 
 @pytest.mark.parametrize("command", [TOP, *sorted(SUBPARSERS)])
 def test_no_command_line_shows_a_traceback(
-    sandbox: Path, monkeypatch: pytest.MonkeyPatch, command: str
+    sandbox: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, command: str
 ) -> None:
     monkeypatch.setattr(_fake_llm, "threading", _served_at_once())
+    # `himga cache clear` drawn here must never empty the machine's embedding cache.
+    monkeypatch.setenv(EMBED_CACHE_ENV, str(tmp_path / "embeddings.sqlite3"))
     # A served viewer runs until Ctrl-C: here it is built, bound and left at once.
     monkeypatch.setattr(ViewServer, "serve_forever", lambda self: None)
 

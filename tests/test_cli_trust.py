@@ -22,6 +22,7 @@ from typing import Any
 
 import pytest
 
+from himga.memory import DenseMemory
 from tests.fake_llm_support import fake_llm_command
 from tests.trust_memories import MARKER
 
@@ -403,7 +404,9 @@ def test_memories_lists_registered_names_without_importing_plugins(tmp_path: Pat
     assert run.stdout.split()[:4] == ["name", "distribution", "version", "target"]
     assert rows["bm25"][0] == "himga"
     assert rows["bm25"][2] == "himga.memory:BM25Memory"
-    assert rows["loud"] == ["loudplugin", "2.5", "loudmod:Loud"]
+    assert rows["loud"] == ["loudplugin", "2.5", "loudmod:Loud", "-", "-"]  # a plug-in: unknown
+    assert rows["bm25"][3:] == ["nothing", "none", "(cold", "=", "warm)"]
+    assert rows["mem0"][3] == "embedder"
     assert not flag.exists()  # listed from metadata, never imported
     listed = himga(
         "memories", "--json", env={"PYTHONPATH": f"{tmp_path}{os.pathsep}{PROJECT_ROOT}"}
@@ -420,8 +423,12 @@ def test_memories_lists_registered_names_without_importing_plugins(tmp_path: Pat
         "extras": [],
         "installed": True,
         "install": None,
+        "needs": None,
+        "cold_start": None,
     }
     assert entries["dense"]["extras"] == ["dense"]
+    assert entries["dense"]["needs"] == DenseMemory.NEEDS
+    assert entries["mcp"]["needs"].startswith("Node.js")
     assert entries["dense"]["description"].startswith("Turn-level dense retrieval")
     assert not flag.exists()
     version = himga("--version")

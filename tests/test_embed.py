@@ -22,7 +22,9 @@ from numpy.typing import NDArray
 
 from himga._extras import MissingExtraError
 from himga.embed import (
+    DEFAULT_CACHE_ENTRIES,
     EMBED_CACHE_ENV,
+    EMBED_CACHE_MAX_ENV,
     CachedEmbedder,
     Embedder,
     EmbedderError,
@@ -33,7 +35,10 @@ from himga.embed import (
     OpenAIEmbedder,
     SentenceTransformerEmbedder,
     UnknownEmbedderError,
+    cache_info,
+    clear_cache,
     default_cache_path,
+    default_max_entries,
     get_embedder,
 )
 
@@ -362,3 +367,78 @@ def test_openai_spec_and_errors(embeddings_server: str, tmp_path: Path) -> None:
         OpenAIEmbedder("broken", embeddings_server).embed(["x"])
     with pytest.raises(EmbedderError, match=re.escape("127.0.0.1:9")):
         OpenAIEmbedder("e5", "http://127.0.0.1:9/v1", timeout=2).embed(["x"])
+
+
+# --- the cache's bound, info and clear ------------------------------------------------
+
+
+def test_cache_keeps_at_most_max_entries_dropping_the_oldest(tmp_path: Path) -> None:
+    path = tmp_path / "cache.sqlite3"
+    counting = _CountingEmbedder()
+    cached = CachedEmbedder(counting, path, max_entries=4)
+    for i in range(0, 9, 3):
+        cached.embed([f"text {j}" for j in range(i, i + 3)])
+    assert cache_info(path).entries == 4
+    counting.calls.clear()
+    cached.embed(["text 8", "text 5", "text 0"])
+    assert counting.calls == [(["text 0"], "passage")]  # the oldest went, the newest stayed
+
+
+def test_cache_bound_comes_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(EMBED_CACHE_MAX_ENV, "123")
+    assert default_max_entries() == 123
+    monkeypatch.setenv(EMBED_CACHE_MAX_ENV, "-1")
+    with pytest.raises(ValueError, match=EMBED_CACHE_MAX_ENV):
+        default_max_entries()
+    monkeypatch.delenv(EMBED_CACHE_MAX_ENV)
+    assert default_max_entries() == DEFAULT_CACHE_ENTRIES
+
+
+def test_cache_info_and_clear(tmp_path: Path) -> None:
+    path = tmp_path / "cache.sqlite3"
+    assert cache_info(path).entries == 0
+    assert not path.exists()
+    cached = CachedEmbedder(HashEmbedder(32), path)
+    cached.embed(["a", "b", "c"])
+    info = cache_info(path)
+    assert (info.path, info.entries) == (path, 3)
+    assert info.bytes > 0
+    assert clear_cache(path) == 3
+    assert cache_info(path).entries == 0
+    cached.embed(["a"])  # an instance open across a clear re-embeds what it misses
+    assert cached.stats.misses == 4
+
+
+def test_cli_cache_info_and_clear(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from himga._cli import main
+
+    path = tmp_path / "cache.sqlite3"
+    CachedEmbedder(HashEmbedder(32), path).embed(["a", "b"])
+    assert main(["cache", "info", "--path", str(path)]) == 0
+    assert re.search(r"vectors\s+2\n", capsys.readouterr().out)
+    assert main(["cache", "clear", "--path", str(path)]) == 0
+    assert "cleared 2 vectors" in capsys.readouterr().out
+    assert cache_info(path).entries == 0
+
+
+def test_cli_cache_of_a_file_that_is_no_cache_is_one_line_and_leaves_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import sqlite3
+
+    from himga._cli import main
+
+    text = tmp_path / "notes.txt"
+    text.write_text("not a database\n", "utf-8")
+    foreign = tmp_path / "foreign.sqlite"
+    with sqlite3.connect(foreign) as db:
+        db.execute("CREATE TABLE other (x)")
+    db.close()
+    before = foreign.read_bytes()
+    for action, path in (("info", text), ("clear", text), ("clear", foreign), ("info", tmp_path)):
+        assert main(["cache", action, "--path", str(path)]) == 2
+        err = capsys.readouterr().err
+        assert err.startswith(f"himga cache: error: {path}: not a himga embedding cache"), err
+        assert len(err.strip().splitlines()) == 1
+    assert foreign.read_bytes() == before  # no table created, nothing vacuumed
+    assert text.read_text("utf-8") == "not a database\n"

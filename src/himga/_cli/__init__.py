@@ -13,6 +13,7 @@ from typing import NoReturn
 
 import himga
 from himga._cli import (
+    _cache,
     _check,
     _compare,
     _datasets,
@@ -42,8 +43,18 @@ def parser() -> argparse.ArgumentParser:
     made.add_argument("--version", action="version", version=f"himga {himga.__version__}")
     commands = made.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for command in (
-        _check, _compare, _datasets, _eval, _fake_llm, _memories, _merge, _report, _runs, _view
-    ):  # fmt: skip
+        _cache,
+        _check,
+        _compare,
+        _datasets,
+        _eval,
+        _fake_llm,
+        _memories,
+        _merge,
+        _report,
+        _runs,
+        _view,
+    ):
         command.register(commands)
     return made
 

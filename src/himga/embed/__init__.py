@@ -6,7 +6,18 @@ require("numpy", extra="dense", purpose="himga.embed")
 
 # ruff: noqa: E402 (numpy is checked first, so a missing extra is named, not a bare ImportError)
 
-from himga.embed._cache import EMBED_CACHE_ENV, CachedEmbedder, CacheStats, default_cache_path
+from himga.embed._cache import (
+    DEFAULT_CACHE_ENTRIES,
+    EMBED_CACHE_ENV,
+    EMBED_CACHE_MAX_ENV,
+    CachedEmbedder,
+    CacheInfo,
+    CacheStats,
+    cache_info,
+    clear_cache,
+    default_cache_path,
+    default_max_entries,
+)
 from himga.embed._errors import EmbedderError, UnknownEmbedderError
 from himga.embed._factory import DEFAULT_EMBEDDER, EMBEDDER_SPECS, get_embedder
 from himga.embed._fastembed import FastEmbedEmbedder
@@ -18,9 +29,12 @@ from himga.embed._protocol import Embedder, EmbedKind
 from himga.embed._sentence_transformers import SentenceTransformerEmbedder
 
 __all__ = [
+    "DEFAULT_CACHE_ENTRIES",
     "DEFAULT_EMBEDDER",
     "EMBEDDER_SPECS",
     "EMBED_CACHE_ENV",
+    "EMBED_CACHE_MAX_ENV",
+    "CacheInfo",
     "CacheStats",
     "CachedEmbedder",
     "EmbedKind",
@@ -33,6 +47,9 @@ __all__ = [
     "OpenAIEmbedder",
     "SentenceTransformerEmbedder",
     "UnknownEmbedderError",
+    "cache_info",
+    "clear_cache",
     "default_cache_path",
+    "default_max_entries",
     "get_embedder",
 ]

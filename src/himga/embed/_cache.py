@@ -15,12 +15,29 @@ import numpy as np
 import platformdirs
 from numpy.typing import NDArray
 
+from himga.embed._errors import EmbedderError
 from himga.embed._protocol import Embedder
 
-__all__ = ["EMBED_CACHE_ENV", "CacheStats", "CachedEmbedder", "default_cache_path"]
+__all__ = [
+    "DEFAULT_CACHE_ENTRIES",
+    "EMBED_CACHE_ENV",
+    "EMBED_CACHE_MAX_ENV",
+    "CacheInfo",
+    "CacheStats",
+    "CachedEmbedder",
+    "cache_info",
+    "clear_cache",
+    "default_cache_path",
+    "default_max_entries",
+]
 
 EMBED_CACHE_ENV = "HIMGA_EMBED_CACHE"
+EMBED_CACHE_MAX_ENV = "HIMGA_EMBED_CACHE_MAX"
+#: Vectors the cache keeps by default: ~0.8 GB of 384-dimension vectors, every LoCoMo,
+#: LongMemEval and BEAM text under two embedders.
+DEFAULT_CACHE_ENTRIES = 500_000
 _BATCH = 500  # keys per SELECT: below SQLite's default limit of bound parameters
+_SCHEMA = "CREATE TABLE IF NOT EXISTS embedding (key BLOB PRIMARY KEY, vector BLOB NOT NULL)"
 
 
 def default_cache_path() -> Path:
@@ -29,6 +46,86 @@ def default_cache_path() -> Path:
     if override:
         return Path(override)
     return Path(platformdirs.user_cache_dir("himga")) / "embeddings.sqlite3"
+
+
+def default_max_entries() -> int:
+    """``$HIMGA_EMBED_CACHE_MAX`` (a positive integer), else :data:`DEFAULT_CACHE_ENTRIES`."""
+    raw = os.environ.get(EMBED_CACHE_MAX_ENV, "").strip()
+    if not raw:
+        return DEFAULT_CACHE_ENTRIES
+    if not raw.isdigit() or int(raw) < 1:
+        raise ValueError(f"${EMBED_CACHE_MAX_ENV} must be a positive integer, got {raw!r}")
+    return int(raw)
+
+
+def _connect(path: Path) -> sqlite3.Connection:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    db = sqlite3.connect(path, timeout=60.0, check_same_thread=False)
+    db.execute("PRAGMA journal_mode=WAL")
+    db.execute(_SCHEMA)
+    db.commit()
+    return db
+
+
+def _open_existing(path: Path) -> sqlite3.Connection:
+    """The cache file at ``path``, opened as it is: :class:`EmbedderError` naming it when it
+    is no himga embedding cache (another SQLite file, not SQLite, a directory), which is
+    then left untouched."""
+    try:
+        db = sqlite3.connect(f"{path.resolve().as_uri()}?mode=rw", uri=True, timeout=60.0)
+        try:
+            tables = {row[0] for row in db.execute("SELECT name FROM sqlite_master")}
+        except sqlite3.Error:
+            db.close()
+            raise
+    except sqlite3.Error as exc:
+        raise EmbedderError(f"{path}: not a himga embedding cache ({exc})") from None
+    if "embedding" not in tables:
+        db.close()
+        raise EmbedderError(f"{path}: not a himga embedding cache (no embedding table)")
+    return db
+
+
+@dataclass(frozen=True, slots=True)
+class CacheInfo:
+    """A cache file: where it is, the vectors it holds, its size on disk (with its WAL)."""
+
+    path: Path
+    entries: int
+    bytes: int
+    max_entries: int
+
+
+def cache_info(path: str | os.PathLike[str] | None = None) -> CacheInfo:
+    """What the cache file at ``path`` (default :func:`default_cache_path`) holds; an
+    absent file is an empty cache (and is not created)."""
+    where = Path(path) if path is not None else default_cache_path()
+    if not where.exists():
+        return CacheInfo(where, 0, 0, default_max_entries())
+    db = _open_existing(where)
+    try:
+        (entries,) = db.execute("SELECT count(*) FROM embedding").fetchone()
+    finally:
+        db.close()
+    size = sum(p.stat().st_size for p in (where, Path(f"{where}-wal")) if p.exists())
+    return CacheInfo(where, int(entries), size, default_max_entries())
+
+
+def clear_cache(path: str | os.PathLike[str] | None = None) -> int:
+    """Delete every vector of the cache file at ``path`` (default
+    :func:`default_cache_path`) and shrink the file; returns how many were deleted.
+    Safe while other processes use it: they re-embed what they miss."""
+    where = Path(path) if path is not None else default_cache_path()
+    if not where.exists():
+        return 0
+    db = _open_existing(where)
+    try:
+        with db:
+            deleted = db.execute("DELETE FROM embedding").rowcount
+        db.execute("VACUUM")
+    finally:
+        db.close()
+    return int(deleted)
 
 
 @dataclass
@@ -53,25 +150,29 @@ class CachedEmbedder:
     Cached vectors are returned bit for bit as first computed. Texts repeated within
     one call are embedded once. The file is safe for concurrent processes (WAL
     journal; when two processes embed the same text, both write the same row for a
-    deterministic model). ``stats``
-    counts hits and misses of this instance; ``model_id`` and ``dim`` are the
-    wrapped embedder's.
+    deterministic model). It holds at most ``max_entries`` vectors (default
+    :func:`default_max_entries`): each write drops the oldest-written beyond that.
+    ``stats`` counts hits and misses of this instance; ``model_id`` and ``dim`` are
+    the wrapped embedder's.
     """
 
-    def __init__(self, inner: Embedder, path: str | os.PathLike[str] | None = None) -> None:
+    def __init__(
+        self,
+        inner: Embedder,
+        path: str | os.PathLike[str] | None = None,
+        *,
+        max_entries: int | None = None,
+    ) -> None:
         self.inner = inner
         self.path = Path(path) if path is not None else default_cache_path()
+        self.max_entries = default_max_entries() if max_entries is None else max_entries
+        if self.max_entries < 1:
+            raise ValueError(f"CachedEmbedder: max_entries must be >= 1, got {max_entries}")
         self.stats = CacheStats()
-        self.path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
         # One connection per instance, used under the lock: the evaluation calls the
         # memory from a worker thread.
-        self._db = sqlite3.connect(self.path, timeout=60.0, check_same_thread=False)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute(
-            "CREATE TABLE IF NOT EXISTS embedding (key BLOB PRIMARY KEY, vector BLOB NOT NULL)"
-        )
-        self._db.commit()
+        self._db = _connect(self.path)
 
     @property
     def model_id(self) -> str:
@@ -114,6 +215,14 @@ class CachedEmbedder:
                             (key, vector.tobytes())
                             for key, vector in zip(missing, vectors, strict=True)
                         ],
+                    )
+                    # Rows get ever larger rowids (a replaced key a new one), so the
+                    # newest max_entries writes are those within max_entries of the
+                    # largest: an index range, no count of the table.
+                    self._db.execute(
+                        "DELETE FROM embedding WHERE rowid <= "
+                        "(SELECT max(rowid) FROM embedding) - ?",
+                        (self.max_entries,),
                     )
                 found.update(zip(missing, vectors, strict=True))
         out = np.empty((len(texts), self.dim), dtype=np.float32)

@@ -8,12 +8,12 @@ import os
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from himga._extras import require
 from himga.data.schema import Message, Session
 from himga.integrations._errors import IntegrationConfigError, IntegrationError
-from himga.memory._protocol import Hit
+from himga.memory._protocol import COLD_START_EMBEDS, NEEDS_EMBEDDER, Hit
 from himga.memory._text import format_line
 
 if TYPE_CHECKING:
@@ -89,6 +89,9 @@ class LangMemMemory:
 
     Needs the ``langmem`` extra.
     """
+
+    NEEDS: ClassVar[str] = NEEDS_EMBEDDER
+    COLD_START: ClassVar[str] = COLD_START_EMBEDS
 
     def __init__(
         self,

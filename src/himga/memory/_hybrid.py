@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from himga.data.schema import Message, Session
 from himga.memory._ann import ANN_MIN_TURNS, EF_SEARCH, Search
 from himga.memory._bm25 import BM25Memory
 from himga.memory._dense import DenseMemory
-from himga.memory._protocol import Hit
+from himga.memory._protocol import COLD_START_EMBEDS, NEEDS_EMBEDDER, Hit
 from himga.memory._ranking import top_k
 
 if TYPE_CHECKING:
@@ -60,6 +60,9 @@ class HybridMemory:
     dense ranks taken over those candidates (``ef_search``: the graph's search
     breadth); below ``ann_min_turns``, the exact fusion above.
     """
+
+    NEEDS: ClassVar[str] = NEEDS_EMBEDDER
+    COLD_START: ClassVar[str] = COLD_START_EMBEDS
 
     def __init__(
         self,

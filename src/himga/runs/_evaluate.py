@@ -266,7 +266,9 @@ def _evaluate(
     if request.preflight:
         with meter.phase("preflight"):
             report = preflight(
-                dataclasses.replace(resolved, factory=routed), timeout=request.memory_timeout
+                dataclasses.replace(resolved, factory=routed),
+                timeout=request.memory_timeout,
+                announce=notify,
             )
         if report.failed is not None:
             raise PreflightFailedError(report)

