@@ -394,3 +394,23 @@ def test_ctrl_c_in_any_other_command_is_one_line_and_exit_130(
     }
     code, stderr = run_cli(argv.get(command, [command, "a", "b"]))
     assert (code, stderr) == (130, "himga: interrupted (Ctrl-C)\n")
+
+
+def test_ctrl_c_after_the_command_finished_keeps_its_exit_status(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Ctrl-C while main() undoes its guards, the command done and its output printed: the
+    command's own status, not 130 with "interrupted" (which had a finished run's user rerun
+    it and be refused as over an existing run)."""
+    import contextlib
+
+    import himga._cli as cli
+
+    @contextlib.contextmanager
+    def interrupted_on_exit() -> Iterator[None]:
+        yield
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(cli, "exit_raises", interrupted_on_exit)
+    assert cli.main(["memories"]) == 0
+    assert "interrupted" not in capsys.readouterr().err

@@ -1,7 +1,7 @@
 """Runs to look at, made by ``himga eval`` on the small LoCoMo file of :mod:`tests.cli_support`.
 
 :func:`make_runs` writes three run directories under ``root/runs``: ``keyword`` and
-``bm25``, each answered and judged by the loopback fake LLM (:func:`offline_responder`:
+``bm25``, each answered and judged by the loopback fake LLM (:func:`offline_judge_responder`:
 real verdicts, so the two runs' verdicts differ), and ``killed``, a bm25 run killed with
 ``kill -9`` after answering :data:`KILLED_AFTER` of its 6 questions (the LLM holds the
 others), so it has a checkpoint and no manifest.
@@ -17,7 +17,8 @@ import threading
 import time
 from pathlib import Path
 
-from himga.llm import ChatRequest, FakeLLMServer, offline_responder
+from himga.eval.judge import offline_judge_responder
+from himga.llm import ChatRequest, FakeLLMServer
 from tests.cli_support import cwd, offline_cli, run_cli
 
 __all__ = ["KILLED_AFTER", "QUESTIONS", "make_runs"]
@@ -48,11 +49,11 @@ def make_runs(root: Path) -> Path:
                 held = len(answered) > KILLED_AFTER
             if held:
                 release.wait(60)
-        return offline_responder(request)
+        return offline_judge_responder(request)
 
     with (
         offline_cli(root) as patch,
-        FakeLLMServer(responder=offline_responder) as judged,
+        FakeLLMServer(responder=offline_judge_responder) as judged,
         FakeLLMServer(responder=hold_after_some) as holding,
         cwd(root),
     ):

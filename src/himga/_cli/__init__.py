@@ -68,13 +68,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     for stream in (sys.stdout, sys.stderr):
         if isinstance(stream, io.TextIOWrapper) and stream.errors == "strict":
             stream.reconfigure(errors="backslashreplace")
+    code: int | None = None
     try:
         args = parser().parse_args(argv)
         with warnings.catch_warnings(), exit_raises():
             # One line each (e.g. a broken benchmark plug-in skipped), not Python's two.
             warnings.showwarning = one_line_warnings("himga")
-            code: int = args.handler(args)
+            code = args.handler(args)
     except KeyboardInterrupt:
+        if code is not None:
+            # The command had finished and said so; only the guards' undoing was cut short.
+            return code
         print("himga: interrupted (Ctrl-C)", file=sys.stderr)
         return _check.INTERRUPTED
     return code
