@@ -194,10 +194,17 @@ class Harness:
     """
 
     def __init__(
-        self, factory: Callable[[], Any], checks: frozenset[str], *, deterministic: bool = False
+        self,
+        factory: Callable[[], Any],
+        checks: frozenset[str],
+        *,
+        deterministic: bool = False,
+        max_chars: int | None = None,
     ) -> None:
         self._factory = factory
         self._checks = checks
+        #: The longest text the kit sends (``None``: no bound), queries of keys included.
+        self.max_chars = max_chars
         self.deterministic = deterministic
         self._run = next(_RUNS)
         self._canaries: list[str] = []
@@ -266,6 +273,19 @@ class Harness:
     def canaries(self) -> list[str]:
         """Every key handed out so far, in order."""
         return list(self._canaries)
+
+    def every_key(self) -> str:
+        """Every key handed out so far in one query (``"memory"`` when none was), as many of
+        the latest as fit in :attr:`max_chars` when bounded."""
+        keys = self._canaries
+        if self.max_chars is not None:
+            kept: list[str] = []
+            for key in reversed(keys):
+                if len(" ".join([key, *kept])) > self.max_chars:
+                    break
+                kept.insert(0, key)
+            keys = kept
+        return " ".join(keys) or "memory"
 
     def content(self, k: int, fallback: str) -> str:
         """The ``k``-th non-blank ingested content (cyclically), else ``fallback``."""
@@ -340,7 +360,7 @@ class Harness:
                 self.retrieve(index, token)
                 self.search(index, token, 3)
             if len(self._canaries) > 1:  # every key at once: the ranking shows too
-                every = " ".join(self._canaries)
+                every = self.every_key()
                 self.retrieve(index, every)
                 self.search(index, every, 5)
 

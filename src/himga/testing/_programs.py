@@ -185,7 +185,7 @@ def program(
     if contract_id == RETURNS_STR:
 
         def returns_str(factory: Callable[[], Any], ops: list[Op], deterministic: bool) -> None:
-            harness = Harness(factory, frozenset({RETURNS_STR}))
+            harness = Harness(factory, frozenset({RETURNS_STR}), max_chars=max_chars)
             harness.new_instance()
             execute(harness, ops, plant=False)
 
@@ -197,7 +197,7 @@ def program(
         # ends with a blank query after a reset.
 
         def empty_query(factory: Callable[[], Any], ops: list[Op], deterministic: bool) -> None:
-            harness = Harness(factory, frozenset({EMPTY_QUERY}))
+            harness = Harness(factory, frozenset({EMPTY_QUERY}), max_chars=max_chars)
             harness.new_instance()
             execute(harness, ops, plant=False)
             for query in ("", " \t\n"):
@@ -209,7 +209,9 @@ def program(
     if contract_id == RESET_CLEARS:
 
         def reset_clears(factory: Callable[[], Any], ops: list[Op], deterministic: bool) -> None:
-            harness = Harness(factory, frozenset({RESET_CLEARS}), deterministic=deterministic)
+            harness = Harness(
+                factory, frozenset({RESET_CLEARS}), deterministic=deterministic, max_chars=max_chars
+            )
             harness.new_instance()
             execute(harness, ops, plant=True)
             finish_reset_clears(harness, ops)
@@ -218,7 +220,9 @@ def program(
     if contract_id == REUSE:
 
         def reuse(factory: Callable[[], Any], ops: list[Op], deterministic: bool) -> None:
-            harness = Harness(factory, frozenset({REUSE}), deterministic=deterministic)
+            harness = Harness(
+                factory, frozenset({REUSE}), deterministic=deterministic, max_chars=max_chars
+            )
             harness.new_instance()
             # Prove ingest and retrieve work, reset at least once, prove they still work.
             before: Op = (
@@ -245,7 +249,9 @@ def program(
     if contract_id == ISOLATION:
 
         def isolation(factory: Callable[[], Any], ops: list[Op], deterministic: bool) -> None:
-            harness = Harness(factory, frozenset({ISOLATION}), deterministic=deterministic)
+            harness = Harness(
+                factory, frozenset({ISOLATION}), deterministic=deterministic, max_chars=max_chars
+            )
             harness.new_instance()
             harness.new_instance()
             execute(harness, ops, plant=True)
@@ -255,11 +261,11 @@ def program(
     if contract_id == SEARCH:
 
         def search(factory: Callable[[], Any], ops: list[Op], deterministic: bool) -> None:
-            harness = Harness(factory, frozenset({SEARCH}))
+            harness = Harness(factory, frozenset({SEARCH}), max_chars=max_chars)
             harness.new_instance()
             execute(harness, ops, plant=True)
             # Every key at once matches every planted turn: the ranking shows.
-            every = " ".join(harness.canaries) or "memory"
+            every = harness.every_key()
             for query in (every, harness.content(0, "memory"), "", " "):
                 for k in (0, 1, 2, 1000):
                     harness.search(0, query, k)
