@@ -14,6 +14,8 @@ order, so the same data and seed give the same files
   9.7); the remaining 180 are split over the other categories by their shares,
   largest remainder first.
 * ``beam100k_100.txt``: 100 BEAM-100K questions, 10 of each of the ten types (of 20).
+* ``locomo10_50.txt``: 50 of ``locomo10_200.txt``'s questions, 10 of each category: the
+  set the first answer-accuracy runs could afford on 2 CPU cores (docs/answers.md).
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from pathlib import Path
 from himga.benchmarks import get_benchmark
 from himga.data import load_dataset
 
-__all__ = ["SEED", "SUBSETS", "Subset", "allocate", "draw"]
+__all__ = ["SEED", "SUBSETS", "Subset", "allocate", "draw", "read_ids"]
 
 SEED = 31
 DOCS = Path(__file__).resolve().parent.parent / "docs" / "subsets"
@@ -42,11 +44,13 @@ class Subset:
     size: int
     floor: int
     even: bool = False
+    within: str | None = None  # draw only from this (earlier) subset file's ids
 
 
 SUBSETS = (
     Subset("locomo10_200.txt", "locomo", size=200, floor=20),
     Subset("beam100k_100.txt", "beam-100k", size=100, floor=10, even=True),
+    Subset("locomo10_50.txt", "locomo", size=50, floor=10, even=True, within="locomo10_200.txt"),
 )
 
 
@@ -74,10 +78,12 @@ def allocate(counts: Mapping[str, int], size: int, floor: int) -> dict[str, int]
 def draw(subset: Subset) -> tuple[list[str], dict[str, int]]:
     """The subset's question ids in dataset order, and how many of each category."""
     samples = load_dataset(subset.dataset)
+    allowed = None if subset.within is None else set(read_ids(DOCS / subset.within))
     ids: dict[str, list[str]] = {c: [] for c in get_benchmark(subset.dataset).categories}
     for sample in samples:
         for qa in sample.qa_pairs:
-            ids.setdefault(qa.category, []).append(qa.question_id)
+            if allowed is None or qa.question_id in allowed:
+                ids.setdefault(qa.category, []).append(qa.question_id)
     counts = {c: len(found) for c, found in ids.items() if found}
     if subset.even:
         wanted = {c: subset.size // len(counts) for c in counts}
@@ -87,6 +93,12 @@ def draw(subset: Subset) -> tuple[list[str], dict[str, int]]:
     chosen = {qid for c in counts for qid in rng.sample(ids[c], wanted[c])}
     order = [qa.question_id for s in samples for qa in s.qa_pairs if qa.question_id in chosen]
     return order, wanted
+
+
+def read_ids(path: Path) -> list[str]:
+    """The question ids of a committed subset file (its comment lines skipped)."""
+    lines = path.read_text("utf-8").splitlines()
+    return [line for line in lines if line.strip() and not line.startswith("#")]
 
 
 def render(subset: Subset, ids: Sequence[str], wanted: Mapping[str, int]) -> str:

@@ -7,7 +7,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from bench.make_subsets import DOCS, SUBSETS, Subset, allocate, draw, render
+from bench.make_subsets import DOCS, SUBSETS, Subset, allocate, draw, read_ids, render
 
 from himga._cli import main
 from himga.benchmarks import get_benchmark
@@ -30,7 +30,7 @@ def test_the_committed_subset_is_what_the_script_draws(subset: Subset, data_dir:
     assert (DOCS / subset.file).read_text("utf-8") == render(subset, ids, wanted)
 
 
-@pytest.mark.parametrize(("subset", "least"), list(zip(SUBSETS, (200, 100), strict=True)))
+@pytest.mark.parametrize(("subset", "least"), list(zip(SUBSETS, (200, 100, 50), strict=True)))
 def test_the_subset_covers_every_category(subset: Subset, least: int, data_dir: Path) -> None:
     chosen = QuestionSubset.read(DOCS / subset.file)
     samples = chosen.select(load_dataset(subset.dataset), subset.dataset)
@@ -38,6 +38,12 @@ def test_the_subset_covers_every_category(subset: Subset, least: int, data_dir: 
     assert sum(per.values()) == len(chosen.ids) >= least
     assert set(per) == set(get_benchmark(subset.dataset).categories)
     assert min(per.values()) >= subset.floor
+
+
+def test_a_subset_drawn_within_another_holds_only_its_ids(data_dir: Path) -> None:
+    for subset in SUBSETS:
+        if subset.within is not None:
+            assert set(read_ids(DOCS / subset.file)) <= set(read_ids(DOCS / subset.within))
 
 
 def test_the_locomo_subset_runs_through_questions(tmp_path: Path, data_dir: Path) -> None:
