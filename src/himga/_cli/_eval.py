@@ -19,7 +19,7 @@ from himga._cli._options import memory_timeout, path
 from himga._cli._warnings import one_line_warnings
 from himga._exit_guard import exit_called
 from himga._redact import REDACTED, redact, redact_arguments
-from himga.eval import compute_measurements, format_table
+from himga.eval import ARMS, compute_measurements, format_table
 from himga.eval._memory_calls import DEFAULT_MEMORY_TIMEOUT
 from himga.testing import KIT_MEMORY_TIMEOUT
 
@@ -53,8 +53,9 @@ def register(commands: Any) -> None:
     )
     parser.add_argument(
         "--memory",
-        default="bm25",
-        help="registered memory name or module:attr factory (default: bm25)",
+        default=None,
+        help="registered memory name or module:attr factory (default: bm25; null with "
+        "--arm oracle)",
     )
     parser.add_argument(
         "--memory-arg",
@@ -181,6 +182,14 @@ def register(commands: Any) -> None:
         "lines and # comments allowed); part of the run identity",
     )
     parser.add_argument(
+        "--arm",
+        choices=ARMS,
+        default="memory",
+        help="where each question's context comes from: the memory's retrieval (default) "
+        "or, with 'oracle', only the question's gold evidence turns (the reader's ceiling; "
+        "--memory null); part of the run identity",
+    )
+    parser.add_argument(
         "--concurrency", type=int, default=None, help="LLM calls in flight (default: client's)"
     )
     parser.add_argument("--no-progress", action="store_true", help="hide progress bars")
@@ -283,6 +292,11 @@ def _usage_error(args: argparse.Namespace) -> str | None:
             return f"--llm-cache {cache}: cannot create it in {parent} (missing or read-only)"
         if cache.name in {*RUN_FILES, MARKER, LOCK}:
             return f"--llm-cache {cache}: the name of a run directory's own file; choose another"
+    if args.arm == "oracle" and args.memory != "null":
+        return (
+            "--arm oracle answers from each question's gold evidence turns, not from a "
+            f"memory: leave out --memory {args.memory}"
+        )
     if args.out is not None and args.out.exists() and not args.out.is_dir():
         return f"--out {args.out} is a file, not a run directory"
     return None
@@ -300,8 +314,16 @@ def run(args: argparse.Namespace) -> int:
     from himga.eval import CheckpointError, RayClusterError, WorkerStartError
     from himga.llm import LLMConfigError
     from himga.memory import MemoryLoadError
-    from himga.runs import PreflightFailedError, RunDirError, RunReadError, default_run_directory
+    from himga.runs import (
+        ArmError,
+        PreflightFailedError,
+        RunDirError,
+        RunReadError,
+        default_run_directory,
+    )
 
+    if args.memory is None:
+        args.memory = "null" if args.arm == "oracle" else "bm25"
     problem = _usage_error(args)
     if problem is not None:
         print(f"himga eval: {problem}", file=sys.stderr)
@@ -310,6 +332,7 @@ def run(args: argparse.Namespace) -> int:
     given = args.out is not None
     args.out = args.out or default_run_directory()
     expected = (
+        ArmError,
         CheckpointError,
         DatasetError,
         DatasetNotFoundError,

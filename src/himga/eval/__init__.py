@@ -26,6 +26,7 @@ from himga.eval._metric_registry import (
     register_metric,
 )
 from himga.eval._options import EvalOptions, Executor, PhaseMeter
+from himga.eval._oracle import ARMS, Arm, oracle_context
 from himga.eval._ranking import (
     RANK_KS,
     all_evidence_recall_at_k,
@@ -41,10 +42,12 @@ from himga.eval._table import format_cell, format_table, headline_title, table_r
 from himga.eval.judge import JudgeScores, abatch_judge, batch_judge
 
 __all__ = [
+    "ARMS",
     "RANK_KS",
     "SEARCH_K",
     "AgentSpec",
     "AgentSpecError",
+    "Arm",
     "CheckpointError",
     "CheckpointMismatchError",
     "DuplicateQuestionError",
@@ -79,6 +82,7 @@ __all__ = [
     "headline_title",
     "metrics_of",
     "ndcg_at_k",
+    "oracle_context",
     "question_scores",
     "redact",
     "register_metric",

@@ -54,7 +54,10 @@ class RunIdentity:
     * ``questions``: the SHA-256 of the sorted question ids of a fixed subset
       (``--questions``; :attr:`himga.data.QuestionSubset.sha256`), ``None`` for
       every question -- then left out of :meth:`to_dict`, so the fingerprint of a
-      run without a subset is what it was before subsets existed.
+      run without a subset is what it was before subsets existed;
+    * ``arm``: where the context came from (:data:`himga.eval._oracle.ARMS`); left out
+      of :meth:`to_dict` for ``"memory"``, so a memory run's fingerprint is what it
+      was before arms existed.
     """
 
     memory_spec: str
@@ -72,12 +75,16 @@ class RunIdentity:
     dataset_sha256: str | None = None
     search_k: int = SEARCH_K
     questions: str | None = None
+    arm: str = "memory"
 
     def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready dict of every field (``questions`` only when there is a subset)."""
+        """A JSON-ready dict of every field (``questions`` only when there is a subset,
+        ``arm`` only when it is not ``"memory"``)."""
         data: dict[str, Any] = _frozen(asdict(self))
         if self.questions is None:
             del data["questions"]
+        if self.arm == "memory":
+            del data["arm"]
         return data
 
     @classmethod

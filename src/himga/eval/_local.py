@@ -16,6 +16,7 @@ from himga.eval._identity import run_identity
 from himga.eval._ledger import Ledger, new_result, turn_count
 from himga.eval._memory_calls import CallThread, GuardedMemory, MemoryCallFailed
 from himga.eval._options import EvalOptions, PhaseMeter
+from himga.eval._oracle import Arm, oracle_context
 from himga.eval._progress import ProgressBar
 from himga.eval._result import EvalResult, MemoryCallError
 from himga.llm._protocol import ChatMessage
@@ -79,6 +80,7 @@ def _prepare(
     agent: BaseAgent,
     guarded: GuardedMemory,
     search_k: int | None,
+    arm: Arm,
     sample: Sample,
     pending: Sequence[QAPair],
     prompts: bool,
@@ -97,7 +99,8 @@ def _prepare(
     to ``record`` the moment it is known, so a ``kill -9`` loses at most the question
     in hand. Reset and ingest run in ``meter``'s ``"ingest"`` window, each question's
     retrieve and search in its ``"retrieval"`` window. ``progress`` is told when the
-    ingest starts and ends (``guarded`` counts each turn on it).
+    ingest starts and ends (``guarded`` counts each turn on it). Under the ``"oracle"``
+    ``arm`` a question's context is its gold evidence turns and the memory is not asked.
     """
     conversation, sample_turn_id = _conversation_only(sample)
     texts = {message.turn_id: message.content for _, message in sample.iter_turns()}
@@ -117,9 +120,12 @@ def _prepare(
         started = time.perf_counter()
         try:
             with meter.phase("retrieval"):
-                context = agent.retrieve(qa.question)
                 ranked = None
-                if search_k is not None:
+                if arm == "oracle":
+                    context = oracle_context(sample, qa)
+                else:
+                    context = agent.retrieve(qa.question)
+                if search_k is not None and arm == "memory":
                     # A hit naming no ingested turn cannot be evidence: None.
                     hits = guarded.search_turn_ids(qa.question, search_k)
                     ranked = tuple(sample_turn_id.get(turn_id or "") for turn_id in hits)
@@ -210,6 +216,7 @@ async def evaluate_here(
                     guarded_agent,
                     guarded,
                     search_k,
+                    options.arm,
                     sample,
                     pending,
                     llm is not None,

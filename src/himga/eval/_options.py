@@ -12,6 +12,7 @@ from typing import Any, Protocol, TypedDict
 
 from himga.data.schema import Sample
 from himga.eval._identity import SEARCH_K, RunIdentity
+from himga.eval._oracle import ARMS, Arm
 from himga.eval._result import EvalResult
 from himga.eval._spec import AgentSpec
 from himga.memory._protocol import BaseMemory
@@ -67,7 +68,10 @@ class EvalOptions:
       around each question's retrieve and search; not with an ``executor``
       (its workers' calls happen elsewhere: refused; a
       :class:`~himga.eval.RayExecutor` meters its workers' own, ``on_call``);
-    * ``show_progress``: a progress bar on stderr.
+    * ``show_progress``: a progress bar on stderr;
+    * ``arm``: where each question's context comes from -- ``"memory"`` (its
+      retrieval) or ``"oracle"`` (its gold evidence turns, :mod:`himga.eval._oracle`;
+      the memory is still reset and fed, but never asked).
     """
 
     show_progress: bool = True
@@ -79,8 +83,11 @@ class EvalOptions:
     executor: Executor | None = None
     search_k: int = SEARCH_K
     memory_meter: PhaseMeter | None = None
+    arm: Arm = "memory"
 
     def __post_init__(self) -> None:
+        if self.arm not in ARMS:
+            raise ValueError(f"arm must be one of {', '.join(ARMS)}, got {self.arm!r}")
         if isinstance(self.search_k, bool) or not isinstance(self.search_k, int):
             raise TypeError(f"search_k must be an int, got {self.search_k!r}")
         if self.search_k < 1:
@@ -111,3 +118,4 @@ class EvalSettings(TypedDict, total=False):
     executor: Executor | None
     search_k: int
     memory_meter: PhaseMeter | None
+    arm: Arm

@@ -98,7 +98,10 @@ class _Worker:
         self._meter = RunMeter(self._collect) if metered else None
         self._agent, create_memory = spec.assemble(self._meter)
         self._timer = _IngestTimer(self._meter)
-        identity = spec.run_identity(self._agent, **context)
+        # The run's question subset and arm are not the agent's: they travel beside it.
+        asked = dict(context)
+        questions, arm = asked.pop("questions", None), asked.pop("arm", "memory")
+        identity = replace(spec.run_identity(self._agent, **asked), questions=questions, arm=arm)
         self._options = EvalOptions(
             show_progress=False,
             max_concurrency=max_concurrency,
@@ -107,6 +110,7 @@ class _Worker:
             identity=identity,
             search_k=identity.search_k,
             memory_meter=self._timer,
+            arm=arm,
         )
 
     def _collect(self, call: ProxyCall) -> None:
@@ -292,12 +296,13 @@ class RayExecutor:
         stop: threading.Event,
     ) -> list[EvalResult]:
         identity = options.identity
-        context: dict[str, Any] = {"search_k": options.search_k}
+        context: dict[str, Any] = {"search_k": options.search_k, "arm": options.arm}
         if identity is not None:
             context.update(
                 judge=identity.judge,
                 dataset=identity.dataset,
                 dataset_sha256=identity.dataset_sha256,
+                questions=identity.questions,
             )
         per_worker = None
         if self.llm_concurrency_total is not None:

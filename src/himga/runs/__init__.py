@@ -21,6 +21,7 @@ from himga.runs._compare import (
     plot_comparison,
 )
 from himga.runs._evaluate import (
+    ArmError,
     EvalRequest,
     PreflightFailedError,
     RunOutcome,
@@ -71,6 +72,7 @@ __all__ = [
     "PLAN",
     "PREFLIGHT_EXAMPLES",
     "RUN_FILES",
+    "ArmError",
     "CompareError",
     "CostsInfo",
     "DatasetInfo",

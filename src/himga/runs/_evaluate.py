@@ -36,6 +36,7 @@ from himga.eval import (
 from himga.eval._checkpoint import Checkpoint
 from himga.eval._identity import llm_identity, memory_config, temperature_of
 from himga.eval._memory_calls import DEFAULT_MEMORY_TIMEOUT
+from himga.eval._oracle import Arm
 from himga.eval._shard import coverage
 from himga.integrations import CostSummary, ProxyCall
 from himga.llm import (
@@ -56,12 +57,17 @@ from himga.runs._preflight import PreflightReport, preflight
 from himga.runs._rundir import JUDGE_CACHE, PLAN, RunDir, RunDirError, RunReadError
 
 __all__ = [
+    "ArmError",
     "EvalRequest",
     "PreflightFailedError",
     "RunOutcome",
     "default_run_directory",
     "evaluate_run",
 ]
+
+
+class ArmError(HimgaError, ValueError):
+    """The oracle arm was asked for with a memory: its context is the gold evidence."""
 
 
 class PreflightFailedError(HimgaError, ValueError):
@@ -88,7 +94,9 @@ class EvalRequest:
     provider is the answerer's, else the provider's default) and OpenAI- or
     Anthropic-compatible server (default: the provider's environment variable); with
     none of them the answerer judges. ``questions`` is a file of question ids
-    (:class:`~himga.data.QuestionSubset`): only those are evaluated.
+    (:class:`~himga.data.QuestionSubset`): only those are evaluated. ``arm`` is where
+    each question's context comes from (:class:`~himga.eval.EvalOptions`); the
+    ``"oracle"`` arm takes only the ``null`` memory (:class:`ArmError` otherwise).
     """
 
     dataset: str = "locomo"
@@ -113,6 +121,7 @@ class EvalRequest:
     judge_model: str | None = None
     judge_base_url: str | None = None
     questions: Path | None = None
+    arm: Arm = "memory"
     concurrency: int | None = None
     show_progress: bool = True
     shard: Shard | None = None
@@ -251,6 +260,11 @@ def _evaluate(
     started = time.perf_counter()
     apart = _judge_apart(request)
     subset = None if request.questions is None else QuestionSubset.read(request.questions)
+    if request.arm == "oracle" and request.memory != "null":
+        raise ArmError(
+            f"the oracle arm answers from each question's gold evidence turns, not from a "
+            f"memory: use it with --memory null, not {request.memory!r}"
+        )
     # Cheap failures (memory spec, pre-flight, API key) before the dataset is read or fetched.
     resolved = resolve_memory(request.memory, request.memory_arguments)
 
@@ -327,8 +341,9 @@ def _evaluate(
         dataset_sha256=dataset_sha256,
         search_k=request.search_k,
     )
-    if subset is not None:
-        identity = dataclasses.replace(identity, questions=subset.sha256)
+    identity = dataclasses.replace(
+        identity, questions=None if subset is None else subset.sha256, arm=request.arm
+    )
     with RunDir(out) as run_dir:
         run_dir.claim(resume=request.resume, fresh=request.fresh)
         log.open(run_dir.file(CALLS_FILE))
@@ -345,6 +360,7 @@ def _evaluate(
             memory_timeout=request.memory_timeout,
             identity=identity,
             search_k=request.search_k,
+            arm=request.arm,
         )
         try:
             if request.ray is not None:
@@ -453,6 +469,7 @@ def _evaluate(
             if subset is None
             else {"file": str(subset.path), "ids": len(subset.ids), "sha256": subset.sha256},
             history=_history(run_dir, notify) if request.resume else (),
+            arm=request.arm,
         )
         run_dir.write_manifest(manifest)
     return RunOutcome(out, manifest, metrics, results, resumed, len(keys))

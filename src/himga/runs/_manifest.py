@@ -16,6 +16,7 @@ from typing import Any, ClassVar, cast
 from typing_extensions import Self
 
 from himga._errors import HimgaError
+from himga.eval._oracle import ARMS
 from himga.integrations._proxy import CostSummary
 
 __all__ = [
@@ -254,6 +255,9 @@ class Manifest:
     #: their ``sha256`` (that of the run identity); ``None`` when every question ran.
     questions: Mapping[str, Any] | None = None
     history: tuple[Mapping[str, Any], ...] = ()
+    #: Where each question's context came from: ``"memory"`` or ``"oracle"`` (the gold
+    #: evidence turns); a manifest from before arms existed is a memory run's.
+    arm: str = "memory"
     format: int = MANIFEST_FORMAT
 
     @property
@@ -287,6 +291,7 @@ class Manifest:
             "costs": None if self.costs is None else self.costs.to_dict(),
             "questions": None if self.questions is None else dict(self.questions),
             "history": [dict(record) for record in self.history],
+            "arm": self.arm,
         }
 
     @classmethod
@@ -305,6 +310,9 @@ class Manifest:
         history = _get(data, "history", list, w) if "history" in data else []
         if not all(isinstance(record, dict) for record in history):
             raise ManifestError(f"{w}.history: expected a list of objects")
+        arm = _get(data, "arm", str, w) if "arm" in data else "memory"
+        if arm not in ARMS:
+            raise ManifestError(f"{w}.arm: expected one of {', '.join(ARMS)}, got {arm!r}")
         return cls(
             format=version,
             himga_version=_get(data, "himga_version", str, w),
@@ -329,4 +337,5 @@ class Manifest:
             costs=None if costs is None else CostsInfo.from_dict(costs),
             questions=_get(data, "questions", _OBJECT, w) if "questions" in data else None,
             history=tuple(history),
+            arm=arm,
         )
