@@ -73,7 +73,7 @@ def test_the_memory_is_never_asked_and_nothing_is_ranked() -> None:
 
 def test_an_unknown_arm_is_refused() -> None:
     with pytest.raises(ValueError, match="arm must be one of memory, oracle"):
-        EvalOptions(arm="gold")  # type: ignore[arg-type]
+        EvalOptions(arm="gold")  # type: ignore[arg-type]  # pyright: ignore[reportArgumentType]
 
 
 def test_an_oracle_run_through_the_cli(tmp_path: Path) -> None:
