@@ -1,0 +1,142 @@
+"""himga's first answer-accuracy numbers: the arms' runs exported to docs/answers/ and tabled.
+
+The runs themselves are made by ``himga eval`` (hours of CPU; the commands are in
+docs/answers.md); this script only reads their run directories and writes::
+
+    uv run python -m bench.answers RUN_DIR [RUN_DIR ...] --to docs/answers
+
+For each run, ``docs/answers/<arm>/``: its ``manifest.json`` and ``metrics.json`` as
+written, and ``questions.jsonl``: one line a question with its ids, category, the
+model's answer, token counts and latencies, every judge's verdict and every
+per-question metric himga scores (``question_scores``) -- but none of the dataset's
+text (question, gold answer, evidence, retrieved context): LoCoMo is CC BY-NC and is
+never copied into this repository; the ids join each line back to ``locomo10.json``.
+Then ``docs/answers/table.md``: one row per arm, judge accuracy per category with
+its Wilson 95% interval, token F1 and BLEU-1 (LoCoMo's official scorers), the share
+of questions whose evidence reached the prompt, and tokens and seconds per phase,
+every figure from the run directory named in its row.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import shutil
+import statistics
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from himga.benchmarks import get_benchmark
+from himga.eval import question_scores
+from himga.eval._intervals import wilson_interval
+from himga.runs import Run, RunDir
+
+__all__ = ["arm_name", "export", "main", "table"]
+
+#: What the dataset holds (the license forbids copying it here); ids join it back.
+_DATASET_TEXT = frozenset({"question", "answer", "evidence_texts", "context", "gold"})
+
+
+def arm_name(run: Run) -> str:
+    """The arm a run is: ``oracle``, or its memory spec (``null``: LLM only)."""
+    return "oracle" if run.manifest.arm == "oracle" else run.manifest.memory.spec
+
+
+def judges_of(run: Run) -> dict[str, list[float]]:
+    """Every judge's per-question scores, by judge name (NaN: no verdict)."""
+    described = run.manifest.judge
+    if described is None:
+        return {}
+    return {str(described.get("model", "judge")): list(run.judge)}
+
+
+def export(run: Run, dest: Path) -> None:
+    """``run``'s manifest, metrics and text-free per-question records into ``dest``."""
+    dest.mkdir(parents=True, exist_ok=True)
+    for name in ("manifest.json", "metrics.json"):
+        shutil.copyfile(run.path / name, dest / name)
+    judges = judges_of(run)
+    lines = []
+    for index, result in enumerate(run.results):
+        record = {
+            key: value
+            for key, value in result.to_dict().items()
+            if key not in _DATASET_TEXT and key != "ranked_turn_ids"
+        }
+        if result.ranked_turn_ids is not None:
+            record["top10_turn_ids"] = list(result.ranked_turn_ids[:10])
+        verdicts = {name: scores[index] for name, scores in judges.items()}
+        record["verdicts"] = {k: None if math.isnan(v) else v for k, v in verdicts.items()}
+        first = next(iter(judges.values()), None)
+        judge = None if first is None or math.isnan(first[index]) else first[index]
+        record["scores"] = question_scores(result, judge)
+        lines.append(json.dumps(record, ensure_ascii=False, sort_keys=True))
+    (dest / "questions.jsonl").write_text("\n".join(lines) + "\n", "utf-8")
+
+
+def _accuracy(scores: Sequence[float]) -> str:
+    judged = [s for s in scores if not math.isnan(s)]
+    if not judged:
+        return "-"
+    p = wilson_interval(round(sum(judged)), len(judged))
+    assert p.rate is not None and p.low is not None and p.high is not None
+    return f"{p.rate:.2f} [{p.low:.2f}, {p.high:.2f}]"
+
+
+def _mean(values: Sequence[float | None]) -> str:
+    kept = [v for v in values if v is not None]
+    return "-" if not kept else f"{statistics.fmean(kept):.3f}"
+
+
+def _phase(run: Run, name: str) -> Mapping[str, Any]:
+    costs = run.manifest.costs
+    phases = [] if costs is None else costs.to_dict().get("phases", [])
+    return next((p for p in phases if p.get("phase") == name), {})
+
+
+def table(runs: Sequence[Run], *, judge: str | None = None) -> str:
+    """The markdown table of ``runs`` (one row each) under ``judge`` (default: the first)."""
+    dataset = runs[0].dataset_name
+    categories = list(get_benchmark(dataset).categories)
+    head = ["arm", "n", "accuracy (all)", *categories, "F1", "BLEU-1", "evidence in prompt"]
+    head += ["answer tokens in/out per q", "answer s/q (median)"]
+    rows = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for run in runs:
+        judges = judges_of(run)
+        scores = judges.get(judge or "", next(iter(judges.values()), []))
+        per = [question_scores(r) for r in run.results]
+        cells = [arm_name(run), str(len(run.results)), _accuracy(scores)]
+        for category in categories:
+            chosen = [s for s, r in zip(scores, run.results, strict=False) if r.category == category]
+            cells.append(_accuracy(chosen))
+        cells.append(_mean([p.get("f1") for p in per]))
+        cells.append(_mean([p.get("bleu1") for p in per]))
+        cells.append(_mean([p.get("context_recall_any") for p in per]))
+        answering = _phase(run, "answering")
+        calls = answering.get("calls") or 1
+        cells.append(
+            f"{answering.get('input_tokens', 0) / calls:.0f} / "
+            f"{answering.get('output_tokens', 0) / calls:.1f}"
+        )
+        latencies = [r.latency_s for r in run.results if r.latency_s is not None]
+        cells.append("-" if not latencies else f"{statistics.median(latencies):.1f}")
+        rows.append("| " + " | ".join(cells) + " |")
+    return "\n".join(rows) + "\n"
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("runs", nargs="+", type=Path)
+    parser.add_argument("--to", type=Path, default=Path("docs/answers"))
+    args = parser.parse_args(argv)
+    runs = [RunDir(path).read() for path in args.runs]
+    for run in runs:
+        export(run, args.to / arm_name(run))
+    (args.to / "table.md").write_text(table(runs), "utf-8")
+    print(table(runs))
+
+
+if __name__ == "__main__":
+    main()
