@@ -20,7 +20,7 @@ import pytest
 
 from himga.eval.judge import offline_judge_responder
 from himga.llm import ChatRequest, FakeLLMServer
-from himga.runs import RunDir
+from himga.runs import RunDir, compare_runs, format_comparison
 from himga.runs._verdicts import VERDICTS, read_verdicts
 from tests.cli_support import QUICK, cwd, offline_cli, run_cli
 
@@ -205,3 +205,24 @@ def test_a_judge_prompt_two_plugins_claim_is_refused_naming_both(
     assert "'first-judge'" in stderr
     assert "'second-judge'" in stderr
     assert not _judged_by(server, "second")
+
+
+def test_report_and_compare_show_every_judge_and_their_agreement(server: FakeLLMServer) -> None:
+    for out in ("out", "other"):
+        eval_argv = [*EVAL[: EVAL.index("--out")], "--out", out]
+        if out == "other":
+            eval_argv[eval_argv.index("keyword")] = "null"  # answers from no context
+        assert run_cli(eval_argv)[0] in (0, 3)
+        code, stderr = run_cli([*JUDGE[:1], out, *JUDGE[2:], "--judge-prompt", "strict"])
+        assert code in (0, 3), stderr
+    assert run_cli(["report", "out"])[0] == 0
+    report = Path("out/report.md").read_text("utf-8")
+    assert f"| `{OFFICIAL}` | `{STRICT}` | Fleiss' kappa |" in report
+    assert "Cohen's kappa of each pair" in report
+
+    runs = [RunDir(out).read() for out in ("out", "other")]
+    comparison = compare_runs(runs, resamples=200)
+    (row,) = comparison["judges"]
+    assert list(row["accuracy"]) == [OFFICIAL, STRICT]
+    assert 0.0 <= row["rank_flip_rate"] <= 1.0
+    assert "### Under every judge: B = `other` vs A" in format_comparison(comparison)

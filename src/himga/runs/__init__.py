@@ -30,6 +30,7 @@ from himga.runs._evaluate import (
 from himga.runs._files import write_json, write_jsonl, write_text_atomic
 from himga.runs._journal import JUDGE_JOURNAL
 from himga.runs._judge import JudgedRun, JudgeRunError, judge_run
+from himga.runs._judges import format_judges
 from himga.runs._leaderboard import Leaderboard, LeaderboardRow, format_leaderboard, leaderboard
 from himga.runs._load import PartialRun, RunStatus, find_runs, load_run, run_status
 from himga.runs._manifest import (
@@ -101,6 +102,7 @@ __all__ = [
     "evaluate_run",
     "find_runs",
     "format_comparison",
+    "format_judges",
     "format_leaderboard",
     "format_p_value",
     "format_runs",
