@@ -39,7 +39,8 @@ from himga._cli import _compare, _datasets, _merge, _report
 from himga.llm import ChatRequest, FakeLLMServer, LLMCache, echo_responder
 from himga.runs import JUDGE_CACHE
 from himga.runs._files import json_text, leading_entries
-from himga.runs._journal import JUDGE_JOURNAL, VerdictJournal, read_journal
+from himga.runs._journal import JUDGE_JOURNAL, read_journal
+from himga.runs._verdicts import VERDICTS, VerdictRecord, read_verdicts
 from tests.cli_support import QUICK, cwd, offline_cli, run_cli
 
 pytestmark = pytest.mark.usefixtures("loopback_only")
@@ -99,7 +100,7 @@ def _assert_untorn(out: Path) -> None:
             json.loads(text)
         elif file.name == "results.jsonl":
             [json.loads(line) for line in text.splitlines()]
-        elif file.name in ("checkpoint.jsonl", JUDGE_JOURNAL):
+        elif file.name in ("checkpoint.jsonl", VERDICTS):
             [json.loads(line) for line in text.split("\n")[:-1]]
 
 
@@ -237,13 +238,22 @@ def test_a_run_stopped_anywhere_says_so_in_one_line_tears_nothing_and_resumes_to
         _finish(code, stderr, reference)
 
 
-def test_a_torn_judge_cache_is_said_and_its_whole_verdicts_kept_on_resume(
+def _as_older_run(out: Path) -> dict[str, Any]:
+    """Turn the finished run in ``out`` into one written before ``verdicts.jsonl``: its one
+    judge's verdicts in ``judge_cache.json``, as older himga wrote them; those verdicts."""
+    (verdicts,) = read_verdicts(out / VERDICTS, pytest.fail).verdicts.values()
+    (out / VERDICTS).unlink()
+    (out / JUDGE_CACHE).write_text(json_text(verdicts), "utf-8")
+    return verdicts
+
+
+def test_a_torn_judge_cache_of_an_older_run_is_said_and_its_whole_verdicts_kept_on_resume(
     reference: _Reference, tmp_path: Path
 ) -> None:
     with cwd(tmp_path):
         assert run_cli(RUN)[0] == 0
+        whole = _as_older_run(Path("out"))
         cache = Path("out") / JUDGE_CACHE
-        whole = json.loads(cache.read_text("utf-8"))
         text = cache.read_text("utf-8")
         cut = text[: text.index(",") + 2]  # the first verdict and half of the second
         cache.write_text(cut, "utf-8")
@@ -252,7 +262,10 @@ def test_a_torn_judge_cache_is_said_and_its_whole_verdicts_kept_on_resume(
         assert f"{cache}: invalid JSON" in stderr
         assert "kept the 1 verdicts before the damage" in stderr
         assert _results(Path("out")) == reference.results
-        assert json.loads(cache.read_text("utf-8")) == whole
+        # The one kept is not asked again; every verdict is in the record now.
+        (recorded,) = read_verdicts(Path("out") / VERDICTS, pytest.fail).verdicts.values()
+        assert recorded.items() <= whole.items()
+        assert len(recorded) == len(whole) - 1
 
 
 def _is_judging(request: ChatRequest) -> bool:
@@ -288,17 +301,17 @@ def test_kill_9_while_judging_keeps_every_verdict_given_and_asks_none_again(
             stderr=subprocess.PIPE,
             text=True,
         )
-        journal = Path("out") / JUDGE_JOURNAL
+        record = Path("out") / VERDICTS
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline and child.poll() is None:
-            if journal.exists() and journal.read_text("utf-8").count("\n") == 1:
+            if record.exists() and '"request"' in record.read_text("utf-8"):
                 break
             time.sleep(0.02)
         os.kill(child.pid, signal.SIGKILL)
         _, stderr = child.communicate()
         assert child.returncode == -signal.SIGKILL, stderr
-        assert json.loads((Path("out") / JUDGE_CACHE).read_text("utf-8")) == {}
-        assert len(read_journal(journal, pytest.fail)) == 1
+        (kept,) = read_verdicts(record, pytest.fail).verdicts.values()
+        assert len(kept) == 1
 
         release.set()
         asked_before = len(judged)
@@ -307,8 +320,9 @@ def test_kill_9_while_judging_keeps_every_verdict_given_and_asks_none_again(
         assert stderr == ""  # nothing damaged to say
         assert len(judged) - asked_before == 2
         assert _results(Path("out")) == reference.results
-        assert not journal.exists()
-        assert len(json.loads((Path("out") / JUDGE_CACHE).read_text("utf-8"))) == 3
+        (recorded,) = read_verdicts(record, pytest.fail).verdicts.values()
+        assert len(recorded) == 3
+        assert kept.items() <= recorded.items()
 
 
 def test_a_damaged_journal_line_is_said_and_the_verdicts_before_it_kept(tmp_path: Path) -> None:
@@ -327,23 +341,18 @@ def test_a_damaged_journal_line_is_said_and_the_verdicts_before_it_kept(tmp_path
 
 
 @given(st.dictionaries(st.text(), st.integers(), max_size=4), st.lists(st.text(), max_size=6))
-def test_the_journal_holds_each_verdict_as_set_and_the_cache_all_once_closed(
+def test_the_record_holds_each_verdict_the_moment_it_is_set(
     before: dict[str, int], keys: list[str]
 ) -> None:
     with tempfile.TemporaryDirectory() as scratch:
-        cache, journal = Path(scratch) / JUDGE_CACHE, Path(scratch) / JUDGE_JOURNAL
-        with VerdictJournal(cache, journal, before) as verdicts:
-            assert json.loads(cache.read_text("utf-8")) == before
+        path = Path(scratch) / VERDICTS
+        with VerdictRecord(path, "p:m:official", before) as verdicts:
             for number, key in enumerate(keys):
                 verdicts[key] = number
-                # what a kill -9 now would leave: the cache plus the journal's lines
-                left = {
-                    **json.loads(cache.read_text("utf-8")),
-                    **read_journal(journal, pytest.fail),
-                }
-                assert left == dict(verdicts)
-        assert not journal.exists()
-        assert json.loads(cache.read_text("utf-8")) == {
+                # what a kill -9 now would leave: what was known plus the record's lines
+                left = read_verdicts(path, pytest.fail).verdicts.get("p:m:official", {})
+                assert {**before, **left} == dict(verdicts)
+        assert {**before, **read_verdicts(path, pytest.fail).verdicts.get("p:m:official", {})} == {
             **before,
             **{k: n for n, k in enumerate(keys)},
         }

@@ -15,6 +15,7 @@ from himga.runs import (
     PartialRun,
     RunDirError,
     RunReadError,
+    format_judges,
     guard_output,
     load_run,
     plot_report,
@@ -89,6 +90,8 @@ def run(args: argparse.Namespace) -> int:
         dataset=loaded.dataset_name,
         measurements=compute_measurements(loaded.results),
     )
+    if not isinstance(loaded, PartialRun) and (judges := format_judges(loaded)):
+        table += "\n\n" + judges
     try:
         write_text_atomic(out, render_report(loaded, table, figure))
     except OSError as exc:

@@ -89,14 +89,14 @@ class BenchmarkPluginWarning(HimgaWarning):
     """A broken benchmark plug-in was skipped while every benchmark was listed."""
 
 
-def _one_line(text: object) -> str:
+def one_line(text: object) -> str:
     return " ".join(str(text).split())
 
 
-def _failure(exc: BaseException) -> str:
+def failure(exc: BaseException) -> str:
     if isinstance(exc, SystemExit):
         return f"called sys.exit({exc.code!r})"
-    return f"raised {type(exc).__name__}: {_one_line(exc)}"
+    return f"raised {type(exc).__name__}: {one_line(exc)}"
 
 
 @dataclass(frozen=True)
@@ -119,11 +119,11 @@ class _Plugin:
         except HimgaError:  # the protocol's own errors (DatasetError, DownloadError, ...)
             raise
         except (Exception, SystemExit) as exc:
-            raise BenchmarkLoadError(f"{self.origin}: {method} {_failure(exc)}") from exc
+            raise BenchmarkLoadError(f"{self.origin}: {method} {failure(exc)}") from exc
 
     def _wrong(self, method: str, value: object, expected: str) -> BenchmarkLoadError:
         return BenchmarkLoadError(
-            f"{self.origin}: {method} returned {_one_line(repr(value))[:80]}, not {expected}"
+            f"{self.origin}: {method} returned {one_line(repr(value))[:80]}, not {expected}"
         )
 
     def locate(self, directory: Path) -> Path | None:
@@ -164,7 +164,7 @@ class _Plugin:
             count += 1
             if not isinstance(sample, schema.Sample):
                 raise BenchmarkLoadError(
-                    f"{self.origin}: load yielded {_one_line(repr(sample))[:80]}, not a Sample"
+                    f"{self.origin}: load yielded {one_line(repr(sample))[:80]}, not a Sample"
                 )
             yield sample
 
@@ -174,7 +174,7 @@ def _checked(benchmark: object, origin: str) -> _Plugin:
     is missing or of the wrong type (accessing one may raise: that is named too)."""
     if not isinstance(benchmark, Benchmark):
         raise BenchmarkLoadError(
-            f"{origin}: gave {_one_line(repr(benchmark))[:80]}, not a Benchmark"
+            f"{origin}: gave {one_line(repr(benchmark))[:80]}, not a Benchmark"
         )
     try:
         name: object = benchmark.name
@@ -192,7 +192,7 @@ def _checked(benchmark: object, origin: str) -> _Plugin:
     except BenchmarkLoadError:
         raise
     except (Exception, SystemExit) as exc:
-        raise BenchmarkLoadError(f"{origin}: reading its members {_failure(exc)}") from exc
+        raise BenchmarkLoadError(f"{origin}: reading its members {failure(exc)}") from exc
     for member, text in texts.items():
         if not isinstance(text, str):
             raise BenchmarkLoadError(f"{origin}: {member} {text!r} is not a string")
@@ -243,14 +243,14 @@ def _as_benchmarks(loaded: object, origin: str) -> list[object]:
             return [made]
         if isinstance(made, (str, bytes, dict)) or not isinstance(made, Iterable):
             raise BenchmarkLoadError(
-                f"{origin}: {loaded!r} returned {_one_line(repr(made))[:80]}, "
+                f"{origin}: {loaded!r} returned {one_line(repr(made))[:80]}, "
                 "not a Benchmark or an iterable of them"
             )
         return list(made)
     except BenchmarkLoadError:
         raise
     except (Exception, SystemExit) as exc:
-        raise BenchmarkLoadError(f"{origin}: calling {loaded!r} {_failure(exc)}") from exc
+        raise BenchmarkLoadError(f"{origin}: calling {loaded!r} {failure(exc)}") from exc
 
 
 def _origin(entry_point: EntryPoint) -> str:
@@ -258,42 +258,62 @@ def _origin(entry_point: EntryPoint) -> str:
     return f"benchmark entry point {entry_point.name!r} ({entry_point.value}) of {distribution!r}"
 
 
-def _import(entry_point: EntryPoint, origin: str) -> list[object]:
+def resolve_entry_point(
+    entry_point: EntryPoint, origin: str, error: type[HimgaError] = BenchmarkLoadError
+) -> object:
+    """The object an entry point's ``module:attr`` names; ``error`` naming ``origin`` if
+    the import or an attribute fails (or exits)."""
     module_name, _, attr = entry_point.value.partition(":")
     try:
         loaded: object = importlib.import_module(module_name.strip())
         for part in attr.strip().split(".") if attr.strip() else ():
             loaded = getattr(loaded, part)
     except (Exception, SystemExit) as exc:
-        raise BenchmarkLoadError(f"cannot load {origin}: {_failure(exc)}") from exc
-    return _as_benchmarks(loaded, origin)
+        raise error(f"cannot load {origin}: {failure(exc)}") from exc
+    return loaded
 
 
-def _isolated(entry_point: EntryPoint, origin: str) -> list[_Plugin]:
-    """The benchmarks of one third-party entry point, loaded on a daemon thread within
-    :data:`PLUGIN_LOAD_TIMEOUT`; :class:`BenchmarkLoadError` otherwise."""
-    outcome: list[list[_Plugin] | BaseException] = []
+def _import(entry_point: EntryPoint, origin: str) -> list[object]:
+    return _as_benchmarks(resolve_entry_point(entry_point, origin), origin)
 
-    def load() -> None:
+
+def load_isolated(
+    name: str, origin: str, load: Callable[[], _T], error: type[HimgaError] = BenchmarkLoadError
+) -> _T:
+    """What ``load`` (one third-party entry point's loading) gives, run on a daemon thread
+    within :data:`PLUGIN_LOAD_TIMEOUT`: ``error`` naming ``origin`` if it raises (an
+    ``error`` of its own is passed on), exits or does not finish."""
+    outcome: list[_T | BaseException] = []
+
+    def run() -> None:
         _loading.active = True
         try:
-            outcome.append([_checked(made, origin) for made in _import(entry_point, origin)])
+            outcome.append(load())
         except BaseException as exc:  # handed to the caller's thread
             outcome.append(exc)
 
-    worker = threading.Thread(target=load, name=f"himga-plugin-{entry_point.name}", daemon=True)
+    worker = threading.Thread(target=run, name=f"himga-plugin-{name}", daemon=True)
     worker.start()
     worker.join(PLUGIN_LOAD_TIMEOUT)
     if not outcome:
-        raise BenchmarkLoadError(
+        raise error(
             f"cannot load {origin}: it did not finish loading within {PLUGIN_LOAD_TIMEOUT:g} s"
         )
     (result,) = outcome
-    if isinstance(result, BenchmarkLoadError):
+    if isinstance(result, error):
         raise result
     if isinstance(result, BaseException):
-        raise BenchmarkLoadError(f"cannot load {origin}: {_failure(result)}") from result
+        raise error(f"cannot load {origin}: {failure(result)}") from result
     return result
+
+
+def _isolated(entry_point: EntryPoint, origin: str) -> list[_Plugin]:
+    """The benchmarks of one third-party entry point (:func:`load_isolated`)."""
+    return load_isolated(
+        entry_point.name,
+        origin,
+        lambda: [_checked(made, origin) for made in _import(entry_point, origin)],
+    )
 
 
 @dataclass(frozen=True)

@@ -9,13 +9,19 @@ under a second with numpy (the ``stats`` extra).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from himga._extras import require
 
-__all__ = ["DEFAULT_RESAMPLES", "MAX_RESAMPLES", "PairedDifference", "paired_differences"]
+__all__ = [
+    "DEFAULT_RESAMPLES",
+    "MAX_RESAMPLES",
+    "PairedDifference",
+    "bootstrap_weights",
+    "paired_differences",
+]
 
 DEFAULT_RESAMPLES = 10_000
 #: More resamples change no printed digit, and the bootstrap keeps resamples x metrics
@@ -38,6 +44,23 @@ class PairedDifference:
     ci_low: float | None
     ci_high: float | None
     p_value: float | None
+
+
+def bootstrap_weights(np: Any, rng: Any, resamples: int, questions: int) -> Iterator[Any]:
+    """The paired bootstrap's resamples of ``questions`` questions, in chunks of at most
+    :data:`_CHUNK`: each a (resamples in the chunk) x ``questions`` array of how many
+    times each question was drawn (with replacement), from ``rng`` (a numpy Generator;
+    ``np``: numpy). Each chunk is drawn when it is asked for, so a caller may draw more
+    from ``rng`` between chunks."""
+    for start in range(0, resamples, _CHUNK):
+        size = min(_CHUNK, resamples - start)
+        if not questions:
+            yield np.zeros((size, 0))
+            continue
+        drawn = rng.integers(0, questions, size=(size, questions))
+        drawn += (np.arange(size) * questions)[:, None]
+        weights = np.bincount(drawn.ravel(), minlength=size * questions)
+        yield weights.reshape(size, questions).astype(float)
 
 
 def paired_differences(
@@ -84,16 +107,14 @@ def paired_differences(
     flipped = np.empty((resamples, metrics))
     with np.errstate(invalid="ignore", divide="ignore"):
         observed = diff.sum(axis=0) / counted
-        for start in range(0, resamples, _CHUNK):
-            size = min(_CHUNK, resamples - start)
+        chunks = bootstrap_weights(np, rng, resamples, questions)
+        for start, weights in zip(range(0, resamples, _CHUNK), chunks, strict=True):
+            size = weights.shape[0]
+            # Drawn after the chunk's weights, from the same stream (as always: same numbers).
             if questions:
-                drawn = rng.integers(0, questions, size=(size, questions))
-                drawn += (np.arange(size) * questions)[:, None]
-                weights = np.bincount(drawn.ravel(), minlength=size * questions)
-                weights = weights.reshape(size, questions).astype(float)
                 signs = rng.integers(0, 2, size=(size, questions)) * 2.0 - 1.0
             else:
-                weights = signs = np.zeros((size, 0))
+                signs = np.zeros((size, 0))
             # One product for numerators and denominators (the resampled counts).
             both = weights @ np.hstack([diff, mask])
             boot[start : start + size] = both[:, :metrics] / both[:, metrics:]

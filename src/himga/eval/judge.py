@@ -23,6 +23,12 @@ from typing import Any
 
 from tqdm.auto import tqdm
 
+from himga.benchmarks._judge_prompts import (
+    OFFICIAL,
+    JudgePromptError,
+    get_judge_prompt,
+    judge_prompts,
+)
 from himga.benchmarks._protocol import JSONValue, Judge, JudgeRequest, UnjudgeableError
 from himga.benchmarks._registry import benchmarks, find_benchmark
 from himga.eval._result import EvalResult
@@ -34,9 +40,19 @@ __all__ = [
     "UnjudgeableError",
     "abatch_judge",
     "batch_judge",
+    "judge_id",
     "offline_judge_responder",
     "prompt_hashes",
 ]
+
+
+def judge_id(provider: str, model: str, prompt: str = OFFICIAL) -> str:
+    """A judge's id: ``provider:model:prompt`` (e.g. ``openai:gpt-4o-mini:official``).
+
+    A provider and a prompt name hold no ``:``, so the id reads back unambiguously
+    even when the model name holds one (``qwen2.5:1.5b``). One model served at two
+    base URLs is one judge."""
+    return f"{provider}:{model}:{prompt}"
 
 
 def prompt_hashes(prompts: Mapping[str, str]) -> dict[str, str]:
@@ -89,16 +105,20 @@ def _cache_key(llm: LLMClient, prompt: str) -> str:
     return hashlib.sha256(material.encode("utf-8")).hexdigest()
 
 
-def _judge_of(result: EvalResult) -> Judge:
+def _judge_of(result: EvalResult, prompt: str) -> Judge:
     benchmark = find_benchmark(result.dataset)
-    if benchmark is None or benchmark.judge is None:
+    if benchmark is None or (benchmark.judge is None and prompt == OFFICIAL):
         raise UnjudgeableError(f"not judged: dataset {result.dataset!r} has no judge")
-    return benchmark.judge
+    try:
+        return get_judge_prompt(benchmark.name, prompt).judge
+    except JudgePromptError as exc:
+        raise UnjudgeableError(f"not judged: {exc}") from None
 
 
 def offline_judge_responder(messages: list[ChatMessage]) -> str:
     """The loopback fake LLM's reply (a :class:`~himga.llm.Responder`) that speaks every
-    registered benchmark's judge: a request one of their judges made is answered by
+    registered benchmark's judge prompts (:mod:`himga.benchmarks._judge_prompts`): a
+    request one of their judges made is answered by
     that judge's :meth:`~himga.benchmarks.Judge.offline_reply`, any other (an answer
     prompt) by :func:`himga.llm.offline_responder`.
 
@@ -107,7 +127,8 @@ def offline_judge_responder(messages: list[ChatMessage]) -> str:
     requests get no verdict and are counted as judge errors, never as scores.
     """
     text = next((m["content"] for m in reversed(messages) if m["role"] == "user"), "")
-    judges = {id(b.judge): b.judge for b in benchmarks().values() if isinstance(b.judge, Judge)}
+    every = (p.judge for name in benchmarks() for p in judge_prompts(name).values())
+    judges = {id(judge): judge for judge in every if isinstance(judge, Judge)}
     for judge in judges.values():
         reply = judge.offline_reply(text)
         if reply is not None:
@@ -122,6 +143,7 @@ async def abatch_judge(
     cache: MutableMapping[str, Any] | None = None,
     show_progress: bool = True,
     max_concurrency: int | None = None,
+    prompt: str = OFFICIAL,
 ) -> JudgeScores:
     """The coroutine behind :func:`batch_judge`, for callers already inside an event loop."""
     cache = {} if cache is None else cache
@@ -136,7 +158,7 @@ async def abatch_judge(
             errors[index] = f"not judged: no prediction ({result.error or 'run without an LLM'})"
             continue
         try:
-            judge = _judge_of(result)
+            judge = _judge_of(result, prompt)
         except UnjudgeableError as exc:
             errors[index] = str(exc)
             continue
@@ -220,10 +242,13 @@ def batch_judge(
     cache: MutableMapping[str, Any] | None = None,
     show_progress: bool = True,
     max_concurrency: int | None = None,
+    prompt: str = OFFICIAL,
 ) -> JudgeScores:
     """Judge every result's prediction with ``llm``; scores aligned with ``results``.
 
-    Each result is judged by its benchmark's judge (module docstring). Calls run
+    Each result is judged by its benchmark's judge prompt ``prompt`` (default: the
+    official judge, module docstring; a benchmark without that prompt makes its
+    results' errors). Calls run
     concurrently, at most ``max_concurrency`` (default: the client's) in flight.
     Identical requests (same provider, model and request text -- that is question,
     gold and prediction) are asked once; pass ``cache`` (any mutable mapping; it
@@ -236,5 +261,6 @@ def batch_judge(
             cache=cache,
             show_progress=show_progress,
             max_concurrency=max_concurrency,
+            prompt=prompt,
         )
     )

@@ -30,6 +30,8 @@ from himga.runs._evaluate import (
 )
 from himga.runs._files import write_json, write_jsonl, write_text_atomic
 from himga.runs._journal import JUDGE_JOURNAL
+from himga.runs._judge import JudgedRun, JudgeRunError, judge_run
+from himga.runs._judges import format_judges
 from himga.runs._leaderboard import Leaderboard, LeaderboardRow, format_leaderboard, leaderboard
 from himga.runs._load import PartialRun, RunStatus, find_runs, load_run, run_status
 from himga.runs._manifest import (
@@ -77,6 +79,8 @@ __all__ = [
     "CostsInfo",
     "DatasetInfo",
     "EvalRequest",
+    "JudgeRunError",
+    "JudgedRun",
     "Leaderboard",
     "LeaderboardRow",
     "Manifest",
@@ -100,10 +104,12 @@ __all__ = [
     "evaluate_run",
     "find_runs",
     "format_comparison",
+    "format_judges",
     "format_leaderboard",
     "format_p_value",
     "format_runs",
     "guard_output",
+    "judge_run",
     "leaderboard",
     "load_run",
     "merge_runs",

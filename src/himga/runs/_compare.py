@@ -19,6 +19,7 @@ from himga.eval._metric_registry import MetricTitles
 from himga.eval._paired import DEFAULT_RESAMPLES, paired_differences
 from himga.integrations import PHASES
 from himga.runs._files import save_figure
+from himga.runs._judges import format_judges_comparison, judges_comparison
 from himga.runs._leaderboard import Leaderboard, format_leaderboard, leaderboard
 from himga.runs._rundir import Run
 
@@ -177,6 +178,7 @@ def compare_runs(
         ),
         "comparisons": rows,
         "leaderboard": leaderboard(runs, chosen[0]).to_dict(),
+        "judges": judges_comparison(runs, aligned, resamples=resamples, seed=seed),
     }
 
 
@@ -270,6 +272,7 @@ def format_comparison(comparison: dict[str, Any]) -> str:
                     f"| {_number(row['difference'], signed=True)} | {interval} "
                     f"| {format_p_value(row['p_value'], comparison['resamples'])} |"
                 )
+    lines += format_judges_comparison(comparison.get("judges", ()), comparison["resamples"])
     return "\n".join(lines)
 
 

@@ -16,6 +16,7 @@ from typing import Any
 import himga
 from himga._errors import HimgaError
 from himga.agent import prompt_hashes
+from himga.benchmarks._judge_prompts import OFFICIAL
 from himga.data.schema import Sample
 from himga.eval import (
     SEARCH_K,
@@ -27,7 +28,6 @@ from himga.eval import (
     RayExecutor,
     RunIdentity,
     Shard,
-    batch_judge,
     compute_metrics,
     metrics_of,
     redact,
@@ -50,11 +50,11 @@ from himga.llm import (
 from himga.llm._client import public_url
 from himga.memory import BaseMemory, memory_provenance, resolve_memory
 from himga.runs._costs import CALLS_FILE, CallLog, RunMeter, read_calls
-from himga.runs._files import leading_entries
-from himga.runs._journal import JUDGE_JOURNAL, VerdictJournal, read_journal
+from himga.runs._journal import read_legacy_verdicts
+from himga.runs._judge import carried_judges, judge_entry, judge_into_record
 from himga.runs._manifest import CostsInfo, DatasetInfo, Manifest, MemoryInfo, ShardInfo
 from himga.runs._preflight import PreflightReport, preflight
-from himga.runs._rundir import JUDGE_CACHE, PLAN, RunDir, RunDirError, RunReadError
+from himga.runs._rundir import PLAN, RunDir, RunDirError, RunReadError
 
 __all__ = [
     "ArmError",
@@ -381,18 +381,16 @@ def _evaluate(
             raise RunDirError(f"{exc}; rerun with --fresh to start over in {out}") from exc
         judge: JudgeScores | None = None
         if judge_llm is not None and judging:
-            # Verdicts persist beside the checkpoint as each arrives, so a resumed run
-            # re-asks none: those gathered before an interrupt, a failure or kill -9 too.
-            verdicts = VerdictJournal(
-                run_dir.file(JUDGE_CACHE),
-                run_dir.file(JUDGE_JOURNAL),
-                _judge_cache(run_dir, notify),
-            )
-            with meter.answer_phase("judging"), verdicts:
-                judge = batch_judge(
+            # Verdicts are appended to verdicts.jsonl as each arrives, so a resumed run
+            # re-asks none: those gathered before an interrupt, a failure or kill -9 too
+            # (a run from before the record: its judge_cache.json and journal).
+            with meter.answer_phase("judging"):
+                judge, _ = judge_into_record(
+                    run_dir,
                     results,
-                    llm=judge_llm,
-                    cache=verdicts,
+                    judge_llm,
+                    known=read_legacy_verdicts(run_dir.path, notify),
+                    notify=notify,
                     show_progress=request.show_progress,
                     max_concurrency=request.concurrency,
                 )
@@ -455,6 +453,7 @@ def _evaluate(
                 "base_url": meter.judge_endpoint or meter.answer_endpoint,
                 "apart": apart is not None,
             },
+            judges=_judges(run_dir, results, judge, meter.judge_endpoint or meter.answer_endpoint),
             tokens={
                 "answer_input": sum(r.input_tokens for r in results),
                 "answer_output": sum(r.output_tokens for r in results),
@@ -528,32 +527,15 @@ def _llm_settings(request: EvalRequest) -> dict[str, Any]:
     return {name: value for name, value in settings.items() if value is not None}
 
 
-def _judge_cache(run_dir: RunDir, notify: Callable[[str], None]) -> dict[str, Any]:
-    """The verdicts of ``judge_cache.json`` and of the journal a killed run left beside
-    it; of a damaged cache (torn by a crash of an older himga, or edited), those before
-    the damage, said through ``notify``."""
-    journal = read_journal(run_dir.file(JUDGE_JOURNAL), notify)
-    file = run_dir.file(JUDGE_CACHE)
-    try:
-        cache = run_dir.read_json(JUDGE_CACHE)
-    except RunReadError as exc:
-        if not file.exists():
-            return journal
-        problem = str(exc)
-        cache = None
-    else:
-        problem = f"{file}: expected a JSON object"
-    if isinstance(cache, dict):
-        return {**cache, **journal}
-    try:
-        kept = leading_entries(file.read_text("utf-8", errors="replace"))
-    except OSError:
-        kept = {}
-    notify(
-        f"{problem}: kept the {len(kept)} verdicts before the damage; "
-        "the other answers are judged again"
-    )
-    return {**kept, **journal}
+def _judges(
+    run_dir: RunDir, results: Sequence[EvalResult], judge: JudgeScores | None, base_url: str | None
+) -> tuple[dict[str, Any], ...]:
+    """The manifest's ``judges``: the run's own (scores in ``results.jsonl``), after those
+    ``himga judge`` added before a resume (a reader tells which judged other answers)."""
+    if judge is None:
+        return ()
+    own = judge_entry(judge, prompt=OFFICIAL, base_url=base_url, results=results, source="results")
+    return (*map(dict, carried_judges(run_dir, own["id"])), own)
 
 
 def _history(run_dir: RunDir, notify: Callable[[str], None]) -> tuple[dict[str, Any], ...]:

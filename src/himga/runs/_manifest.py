@@ -17,6 +17,7 @@ from typing_extensions import Self
 
 from himga._errors import HimgaError
 from himga.eval._oracle import ARMS
+from himga.eval.judge import judge_id
 from himga.integrations._proxy import CostSummary
 
 __all__ = [
@@ -245,6 +246,9 @@ class Manifest:
     llm: Mapping[str, Any] | None = None
     prompt_hashes: Mapping[str, Any] = field(default_factory=dict)
     judge: Mapping[str, Any] | None = None
+    #: Every judge of the run (the eval's own and those ``himga judge`` added), each as
+    #: :meth:`judge_entries` describes; empty in a manifest written before judges were a list.
+    judges: tuple[Mapping[str, Any], ...] = ()
     tokens: Mapping[str, Any] = field(default_factory=dict)
     counts: Mapping[str, Any] = field(default_factory=dict)
     python: str = ""
@@ -265,6 +269,21 @@ class Manifest:
         """The memory spec with its arguments, e.g. ``bm25 k=20``."""
         return self.memory.label
 
+    def judge_entries(self) -> tuple[Mapping[str, Any], ...]:
+        """Every judge of the run: ``id`` (:func:`~himga.eval.judge.judge_id`),
+        ``provider``, ``model``, ``prompt`` (its name in the benchmark's bank),
+        ``prompt_hashes``, ``temperature``, ``base_url``, ``errors`` (questions it gave
+        no score), ``predictions_sha256`` (the answers it judged) and ``scores``: where
+        its per-question scores are, ``"results"`` (``results.jsonl``'s ``judge``: the
+        eval's own judge) or ``"verdicts"`` (``verdicts.jsonl``). A manifest from before
+        the list gives its one ``judge`` as the official prompt's, scores in the results."""
+        if self.judges or self.judge is None:
+            return self.judges
+        judge = dict(self.judge)
+        described = {"prompt": "official", "scores": "results", **judge}
+        described["id"] = judge_id(str(judge.get("provider")), str(judge.get("model")))
+        return (described,)
+
     def to_dict(self) -> dict[str, Any]:
         """The JSON object of ``manifest.json``."""
         return {
@@ -283,6 +302,7 @@ class Manifest:
             "llm": None if self.llm is None else dict(self.llm),
             "prompt_hashes": dict(self.prompt_hashes),
             "judge": None if self.judge is None else dict(self.judge),
+            "judges": [dict(entry) for entry in self.judges],
             "tokens": dict(self.tokens),
             "counts": dict(self.counts),
             "python": self.python,
@@ -313,6 +333,9 @@ class Manifest:
         arm = _get(data, "arm", str, w) if "arm" in data else "memory"
         if arm not in ARMS:
             raise ManifestError(f"{w}.arm: expected one of {', '.join(ARMS)}, got {arm!r}")
+        judges = _get(data, "judges", list, w) if "judges" in data else []
+        if not all(isinstance(j, dict) and isinstance(j.get("id"), str) for j in judges):
+            raise ManifestError(f"{w}.judges: expected a list of objects with an 'id'")
         return cls(
             format=version,
             himga_version=_get(data, "himga_version", str, w),
@@ -329,6 +352,7 @@ class Manifest:
             llm=_get(data, "llm", _OBJECT, w),
             prompt_hashes=_get(data, "prompt_hashes", dict, w),
             judge=_get(data, "judge", _OBJECT, w),
+            judges=tuple(judges),
             tokens=_get(data, "tokens", dict, w),
             counts=_get(data, "counts", dict, w),
             python=_get(data, "python", str, w),

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from himga._errors import HimgaError
+from himga.benchmarks._judge_prompts import OFFICIAL
 from himga.eval import (
     CheckpointMismatchError,
     EvalResult,
@@ -20,8 +21,11 @@ from himga.eval._shard import Shard
 from himga.integrations import CostSummary
 from himga.runs._costs import CALLS_FILE
 from himga.runs._files import write_jsonl, write_text_atomic
+from himga.runs._judge import judge_entry
 from himga.runs._manifest import MANIFEST_FORMAT, CostsInfo, Manifest
+from himga.runs._records import read_jsonl
 from himga.runs._rundir import JUDGE_CACHE, RunDir, RunReadError
+from himga.runs._verdicts import VERDICTS
 
 __all__ = ["PER_RUN_FIELDS", "MergeError", "merge_runs"]
 
@@ -139,6 +143,7 @@ def merge_runs(paths: Sequence[Path], out: Path) -> int:
     lines: dict[tuple[str, str], dict[str, Any]] = {}
     header = None
     caches: dict[str, Any] = {}
+    verdicts: list[Any] = []
     calls: list[bytes] = []
     for index in sorted(shards):
         path = shards[index]
@@ -171,6 +176,12 @@ def merge_runs(paths: Sequence[Path], out: Path) -> int:
             if not isinstance(cache, dict):
                 raise MergeError(f"{run_dir.file(JUDGE_CACHE)}: expected a JSON object")
             caches.update(cache)
+        # Verdicts and scores, not a shard's start lines: they name the shard's answers.
+        verdicts += [
+            line
+            for line in read_jsonl(run_dir.file(VERDICTS), on_damage=_damaged)
+            if not (isinstance(line, dict) and "started" in line)
+        ]
         if run_dir.file(CALLS_FILE).exists():
             calls.append(run_dir.file(CALLS_FILE).read_bytes())
     order = [(c["sample_id"], q) for c in covers for q in c["question_ids"]]
@@ -180,8 +191,14 @@ def merge_runs(paths: Sequence[Path], out: Path) -> int:
     extra = sorted(set(held) - set(order))
     if extra:
         raise MergeError(f"question(s) that no shard covers: {_listed(extra)}")
-    _write(out, order, held, lines, header, caches, calls, manifests, shards, len(covers))
+    _write(
+        out, order, held, lines, header, (caches, verdicts), calls, manifests, shards, len(covers)
+    )
     return len(order)
+
+
+def _damaged(problem: str) -> None:
+    raise MergeError(problem)
 
 
 def _summed_costs(manifests: Sequence[Manifest]) -> CostsInfo | None:
@@ -212,7 +229,7 @@ def _write(
     held: Mapping[tuple[str, str], dict[str, Any]],
     lines: Mapping[tuple[str, str], dict[str, Any]],
     header: Mapping[str, Any] | None,
-    caches: Mapping[str, Any],
+    judged: tuple[Mapping[str, Any], Sequence[Any]],
     calls: Sequence[bytes],
     manifests: Mapping[int, Manifest],
     shards: Mapping[int, Path],
@@ -241,8 +258,11 @@ def _write(
         checkpoint = [dict(header or {}), *(lines[key] for key in order)]
 
         write_jsonl(run_dir.checkpoint, checkpoint)
+        caches, verdicts = judged
         if caches:
             run_dir.write_json(JUDGE_CACHE, caches)
+        if verdicts:
+            write_jsonl(run_dir.file(VERDICTS), verdicts)
         if calls:
             # Without a line a shard's process may have died writing (it counts no call).
             joined = b"".join(part[: part.rfind(b"\n") + 1] for part in calls)
@@ -266,6 +286,17 @@ def _write(
             judge=reference.judge
             if judge is None
             else {**(reference.judge or {}), **judge.describe()},
+            judges=()
+            if judge is None
+            else (
+                judge_entry(
+                    judge,
+                    prompt=OFFICIAL,
+                    base_url=(reference.judge or {}).get("base_url"),
+                    results=results,
+                    source="results",
+                ),
+            ),
             tokens=tokens,
             results_sha256=checksum,
             costs=_summed_costs(every),

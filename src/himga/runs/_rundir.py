@@ -2,7 +2,7 @@
 
 A run directory holds ``checkpoint.jsonl`` (the crash-safe record of finished
 questions), ``results.jsonl``, ``metrics.json``, ``manifest.json`` and, as the
-run needs them, ``judge_cache.json``, ``shard.json``, ``merge.json``,
+run needs them, ``verdicts.jsonl`` (every judge's verdicts), ``shard.json``, ``merge.json``,
 ``calls.jsonl`` (the model calls counted for the manifest's ``costs``) and
 ``report.md`` / ``report.png``. :data:`MARKER` says the directory is himga's;
 :data:`LOCK` is held (an OS file lock, released when the process dies, even by
@@ -17,7 +17,7 @@ import math
 import os
 import sys
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
 from typing import IO, Any
@@ -27,8 +27,9 @@ from himga.eval._aggregate import compute_metrics
 from himga.eval._result import EvalResult
 from himga.eval.judge import JudgeScores
 from himga.runs._files import write_json, write_jsonl
-from himga.runs._journal import JUDGE_JOURNAL
+from himga.runs._journal import JUDGE_CACHE, JUDGE_JOURNAL
 from himga.runs._manifest import Manifest, ManifestError
+from himga.runs._verdicts import VERDICTS, predictions_sha256, read_verdicts
 
 __all__ = [
     "JUDGE_CACHE",
@@ -48,15 +49,14 @@ __all__ = [
 MARKER = ".himga-run"
 #: Held locked by the process writing the run directory.
 LOCK = ".himga-run.lock"
-#: The judge's verdicts, by request: a resumed run asks again none of them.
-JUDGE_CACHE = "judge_cache.json"
 #: The questions a run plans and when it started, written as it starts (see :func:`load_run`).
 PLAN = "plan.json"
 #: The files of a run (``--fresh`` removes them; the marker and the lock stay).
 RUN_FILES = (
     "checkpoint.jsonl",
-    JUDGE_CACHE,
-    JUDGE_JOURNAL,  # the verdicts of a judging that was killed
+    VERDICTS,  # every judge's verdicts and scores
+    JUDGE_CACHE,  # the verdicts of a run from before verdicts.jsonl
+    JUDGE_JOURNAL,  # and those of its judging that was killed
     "results.jsonl",
     "metrics.json",
     "manifest.json",
@@ -89,7 +89,12 @@ class RunReadError(HimgaError, ValueError):
 class Run:
     """A finished run as read back: its manifest, metrics and results (with judge scores,
     NaN where a question has none, and why the judge gave none: ``judge_errors``, aligned
-    with ``results`` when read from a run directory, else empty)."""
+    with ``results`` when read from a run directory, else empty).
+
+    ``judges``: every judge's scores by judge id (:meth:`Manifest.judge_entries`), aligned
+    with ``results``, NaN where that judge gave none; the eval's own judge's are ``judge``.
+    ``stale_judges``: the ids of judges that judged other answers than these (the run
+    was resumed and re-answered since): their scores are not in ``judges``."""
 
     path: Path
     manifest: Manifest
@@ -97,6 +102,8 @@ class Run:
     results: list[EvalResult]
     judge: list[float]
     judge_errors: tuple[str | None, ...] = ()
+    judges: Mapping[str, list[float]] = field(default_factory=dict)
+    stale_judges: tuple[str, ...] = ()
 
     @property
     def label(self) -> str:
@@ -419,7 +426,42 @@ class RunDir:
             judge.append(float(score) if isinstance(score, (int, float)) else math.nan)
             error = record.get("judge_error")
             judge_errors.append(None if error is None else str(error))
-        return Run(self.path, manifest, metrics, results, judge, tuple(judge_errors))
+        judges, stale = self._judges(manifest, results, judge)
+        return Run(self.path, manifest, metrics, results, judge, tuple(judge_errors), judges, stale)
+
+    def _judges(
+        self, manifest: Manifest, results: list[EvalResult], judge: list[float]
+    ) -> tuple[dict[str, list[float]], tuple[str, ...]]:
+        """Every judge's scores aligned with ``results`` (``judge``: the eval's own), and
+        the ids of the judges that judged other answers; :class:`RunReadError` when
+        ``verdicts.jsonl`` cannot be read."""
+        entries = manifest.judge_entries()
+        if not entries:
+            return {}, ()
+        file = self.file(VERDICTS)
+        damage: list[str] = []
+        try:
+            recorded = read_verdicts(file, damage.append)
+        except OSError as exc:
+            raise RunReadError(f"{file}: cannot read: {exc.strerror}") from None
+        if damage:
+            raise RunReadError(damage[0])
+        fingerprint = predictions_sha256(results)
+        found: dict[str, list[float]] = {}
+        stale: list[str] = []
+        for entry in entries:
+            name = str(entry["id"])
+            if entry.get("scores", "results") == "results":
+                found[name] = list(judge)
+            elif entry.get("predictions_sha256") != fingerprint:
+                stale.append(name)
+            else:
+                scores = recorded.scores.get(name, {})
+                found[name] = [
+                    math.nan if (s := scores.get(r.key, (None, None))[0]) is None else float(s)
+                    for r in results
+                ]
+        return found, tuple(stale)
 
 
 def guard_output(path: Path, *, own: Iterable[Path] = ()) -> None:

@@ -86,9 +86,19 @@ def parse_label(reply: str) -> float:
 
 
 class LocomoJudge:
-    """mem0's prompt; the abstention prompt for the adversarial category."""
+    """mem0's prompt; the abstention prompt for the adversarial category.
 
-    prompts: Mapping[str, str] = PROMPTS
+    ``name`` and ``template`` replace mem0's prompt by another that is filled with the
+    same fields (``question``, ``gold_answer``, ``generated_answer``) and asks for the
+    same CORRECT / WRONG label (the ``strict`` judge prompt)."""
+
+    def __init__(self, name: str = "locomo", template: str = _LOCOMO) -> None:
+        self._name = name
+        self._template = template
+        self.prompts: Mapping[str, str] = {name: template, _ABSTENTION: ABSTENTION_PROMPT}
+
+    def __repr__(self) -> str:
+        return f"LocomoJudge({self._name!r})"
 
     def requests(self, result: EvalResult) -> Sequence[JudgeRequest]:
         """One call."""
@@ -99,16 +109,16 @@ class LocomoJudge:
                 response=result.prediction,
             )
             return [JudgeRequest(_ABSTENTION, text, YES_NO_MAX_TOKENS)]
-        text = _LOCOMO.format(
+        text = self._template.format(
             question=result.question,
             gold_answer=result.answer,
             generated_answer=result.prediction,
         )
-        return [JudgeRequest("locomo", text, _MAX_TOKENS)]
+        return [JudgeRequest(self._name, text, _MAX_TOKENS)]
 
     def parse(self, request: JudgeRequest, reply: str) -> JSONValue:
         """The verdict as 1.0 / 0.0."""
-        return parse_label(reply) if request.prompt == "locomo" else parse_yes_no(reply)
+        return parse_label(reply) if request.prompt == self._name else parse_yes_no(reply)
 
     def score(self, result: EvalResult, parsed: Sequence[JSONValue]) -> float:
         """The verdict of the one call."""
@@ -117,7 +127,7 @@ class LocomoJudge:
     def offline_reply(self, text: str) -> str | None:
         """mem0's JSON label, CORRECT when the generated answer holds every word of the
         gold; the abstention prompt's yes / no (:func:`offline_yes_no`)."""
-        fields = format_fields(_LOCOMO, text)
+        fields = format_fields(self._template, text)
         if fields is None:
             return offline_yes_no(ABSTENTION_PROMPT, text)
         correct = covered(fields["gold_answer"], fields["generated_answer"]) == 1.0
