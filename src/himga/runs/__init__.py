@@ -7,13 +7,17 @@ locked while written (:class:`RunDir`). :func:`evaluate_run` makes one from an
 manifest; :func:`load_run` reads any run, a :class:`PartialRun` from its checkpoint while it has
 no manifest (under way, or killed); :func:`merge_runs`, :func:`compare_runs`,
 :func:`render_report` and :func:`summarize_run` are ``himga merge``, ``compare``,
-``report`` and ``runs`` without the command line.
+``report`` and ``runs`` without the command line; :func:`arm_of` names a run's arm,
+:func:`cost_per_correct` what it spent per correct answer, :func:`load_published` the
+published claims a report shows beside it.
 """
 
+from himga.runs._arms import ARM_TITLES, Arm, arm_of, arm_split, format_arm_split
 from himga.runs._compare import (
     DEFAULT_METRICS,
     METRIC_TITLES,
     CompareError,
+    arm_comparison,
     compare_runs,
     format_comparison,
     format_p_value,
@@ -41,7 +45,15 @@ from himga.runs._manifest import (
     ShardInfo,
 )
 from himga.runs._merge import PER_RUN_FIELDS, MergeError, merge_runs
+from himga.runs._per_correct import cost_per_correct, format_cost_per_correct
 from himga.runs._preflight import PREFLIGHT_EXAMPLES, PreflightReport, preflight
+from himga.runs._published import (
+    PublishedClaim,
+    PublishedError,
+    format_published,
+    load_published,
+    published_for,
+)
 from himga.runs._report import plot_report, render_report
 from himga.runs._rundir import (
     JUDGE_CACHE,
@@ -59,6 +71,7 @@ from himga.runs._rundir import (
 from himga.runs._summary import HEADLINE_METRICS, RunSummary, format_runs, summarize_run
 
 __all__ = [
+    "ARM_TITLES",
     "DEFAULT_METRICS",
     "HEADLINE_METRICS",
     "JUDGE_CACHE",
@@ -71,6 +84,7 @@ __all__ = [
     "PLAN",
     "PREFLIGHT_EXAMPLES",
     "RUN_FILES",
+    "Arm",
     "CompareError",
     "CostsInfo",
     "DatasetInfo",
@@ -84,6 +98,8 @@ __all__ = [
     "PartialRun",
     "PreflightFailedError",
     "PreflightReport",
+    "PublishedClaim",
+    "PublishedError",
     "Run",
     "RunDir",
     "RunDirError",
@@ -93,22 +109,31 @@ __all__ = [
     "RunStatus",
     "RunSummary",
     "ShardInfo",
+    "arm_comparison",
+    "arm_of",
+    "arm_split",
     "compare_runs",
+    "cost_per_correct",
     "default_run_directory",
     "evaluate_run",
     "find_runs",
+    "format_arm_split",
     "format_comparison",
+    "format_cost_per_correct",
     "format_leaderboard",
     "format_p_value",
+    "format_published",
     "format_runs",
     "guard_output",
     "leaderboard",
+    "load_published",
     "load_run",
     "merge_runs",
     "nan_if_none",
     "plot_comparison",
     "plot_report",
     "preflight",
+    "published_for",
     "render_report",
     "run_status",
     "summarize_run",

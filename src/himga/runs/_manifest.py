@@ -254,6 +254,10 @@ class Manifest:
     #: their ``sha256`` (that of the run identity); ``None`` when every question ran.
     questions: Mapping[str, Any] | None = None
     history: tuple[Mapping[str, Any], ...] = ()
+    #: The experiment arm the run belongs to, as ``himga eval`` wrote it (``"oracle"``:
+    #: only the gold evidence as context; ``"memory"``); ``None`` in a manifest written
+    #: before arms were recorded. :func:`~himga.runs.arm_of` names a run's arm.
+    arm: str | None = None
     format: int = MANIFEST_FORMAT
 
     @property
@@ -287,6 +291,7 @@ class Manifest:
             "costs": None if self.costs is None else self.costs.to_dict(),
             "questions": None if self.questions is None else dict(self.questions),
             "history": [dict(record) for record in self.history],
+            **({} if self.arm is None else {"arm": self.arm}),
         }
 
     @classmethod
@@ -329,4 +334,5 @@ class Manifest:
             costs=None if costs is None else CostsInfo.from_dict(costs),
             questions=_get(data, "questions", _OBJECT, w) if "questions" in data else None,
             history=tuple(history),
+            arm=_get(data, "arm", _STR, w) if "arm" in data else None,
         )
