@@ -109,7 +109,9 @@ def table(runs: Sequence[Run], *, judge: str | None = None) -> str:
         per = [question_scores(r) for r in run.results]
         cells = [arm_name(run), str(len(run.results)), _accuracy(scores)]
         for category in categories:
-            chosen = [s for s, r in zip(scores, run.results, strict=False) if r.category == category]
+            chosen = [
+                s for s, r in zip(scores, run.results, strict=False) if r.category == category
+            ]
             cells.append(_accuracy(chosen))
         cells.append(_mean([p.get("f1") for p in per]))
         cells.append(_mean([p.get("bleu1") for p in per]))

@@ -10,7 +10,8 @@ from hypothesis import strategies as st
 
 from himga.benchmarks.locomo import locomo_f1
 from himga.data.schema import Category
-from himga.eval import compute_metrics, context_containment, question_scores
+from himga.eval import compute_metrics, context_containment, judge_interval, question_scores
+from himga.eval._intervals import wilson_interval
 from himga.eval._ranking import RANK_KS
 from tests.test_eval_support import make_result
 
@@ -172,3 +173,31 @@ def test_question_scores_only_scores_the_metrics_named() -> None:
     assert some == {"judge": every["judge"], "recall@10": every["recall@10"]}
     assert some["judge"] == 1.0
     assert question_scores(result, only=()) == {}
+
+
+def test_every_block_has_the_wilson_interval_of_its_judge_accuracy() -> None:
+    results = [
+        make_result(question_id=str(i), category=category, prediction="Rome")
+        for i, category in enumerate([Category.MULTI_HOP] * 4 + [Category.TEMPORAL] * 3)
+    ]
+    scores = [1.0, 1.0, 0.0, 1.0, 0.0, 0.0, 1.0]
+    metrics = compute_metrics(results, scores)
+    expected = {
+        "multi-hop": wilson_interval(3, 4),
+        "temporal": wilson_interval(1, 3),
+        "overall": wilson_interval(4, 7),
+    }
+    blocks = {**metrics["by_category"], "overall": metrics["overall"]}
+    for name, proportion in expected.items():
+        assert judge_interval(blocks[name]) == (proportion.low, proportion.high), name
+
+
+def test_partial_credit_and_no_verdict_get_no_interval() -> None:
+    results = [make_result(question_id=str(i), prediction="Rome") for i in range(3)]
+    partial = compute_metrics(results, [1.0, 0.5, 0.0])["overall"]
+    assert (partial["judge_ci95_low"], partial["judge_ci95_high"]) == (None, None)
+    assert judge_interval(compute_metrics(results)["overall"]) is None
+    # an unjudged (NaN) question is left out of the interval as it is of the mean
+    overall = compute_metrics(results, [1.0, math.nan, 0.0])["overall"]
+    proportion = wilson_interval(1, 2)
+    assert judge_interval(overall) == (proportion.low, proportion.high)

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from himga.eval._intervals import Proportion, wilson_interval
+from himga.eval._intervals import Proportion, binary_interval, wilson_interval
 
 
 def bounds(p: Proportion) -> tuple[float, float]:
@@ -64,3 +64,20 @@ def test_it_is_symmetric_under_swapping_successes_and_failures(n: int, data: st.
 def test_impossible_counts_are_refused(successes: int, n: int) -> None:
     with pytest.raises(ValueError, match="successes"):
         wilson_interval(successes, n)
+
+
+@given(st.lists(st.sampled_from([0.0, 1.0]), max_size=300))
+def test_binary_scores_get_the_wilson_interval_of_their_ones(scores: list[float]) -> None:
+    assert binary_interval(scores) == wilson_interval(int(sum(scores)), len(scores))
+
+
+@given(
+    st.lists(st.sampled_from([0.0, 1.0]), max_size=50),
+    st.floats(0, 1).filter(lambda x: x not in (0.0, 1.0)),
+    st.data(),
+)
+def test_partial_credit_gets_no_interval(
+    scores: list[float], partial: float, data: st.DataObject
+) -> None:
+    at = data.draw(st.integers(0, len(scores)))
+    assert binary_interval([*scores[:at], partial, *scores[at:]]) is None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import sys
@@ -15,13 +16,17 @@ from himga.runs import (
     DEFAULT_METRICS,
     METRIC_TITLES,
     CompareError,
+    PublishedClaim,
+    PublishedError,
     RunDir,
     RunDirError,
     RunReadError,
     compare_runs,
     format_comparison,
+    format_published,
     guard_output,
     plot_comparison,
+    published_for,
 )
 
 __all__ = ["register", "run"]
@@ -63,6 +68,11 @@ def register(commands: Any) -> None:
     parser.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
     parser.add_argument("--json", action="store_true", help="print JSON instead of markdown")
     parser.add_argument("--plot", type=path, default=None, metavar="FILE", help="save a figure")
+    parser.add_argument(
+        "--published",
+        action="store_true",
+        help="add the published claims on the runs' benchmark, marked published, not re-run",
+    )
     parser.set_defaults(handler=run)
 
 
@@ -83,6 +93,7 @@ def run(args: argparse.Namespace) -> int:
         if problem:
             print(f"himga compare: error: {problem}", file=sys.stderr)
             return 2
+    claims: list[PublishedClaim] | None = None
     try:
         if args.plot is not None:
             guard_output(args.plot)
@@ -92,7 +103,10 @@ def run(args: argparse.Namespace) -> int:
         )
         if args.plot is not None:
             plot_comparison(comparison, args.plot)
-    except (CompareError, RunReadError, RunDirError, MissingExtraError) as exc:
+        if args.published:
+            claims = published_for(runs[0].dataset_name)
+            comparison["published"] = [dataclasses.asdict(claim) for claim in claims]
+    except (CompareError, RunReadError, RunDirError, MissingExtraError, PublishedError) as exc:
         print(f"himga compare: error: {exc}", file=sys.stderr)
         return 2
     except OSError as exc:  # only the figure is written
@@ -104,4 +118,6 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps(comparison, indent=2))
     else:
         print(format_comparison(comparison))
+        if claims is not None:
+            print("\n" + "\n".join(format_published(runs[0].dataset_name, claims)))
     return 0

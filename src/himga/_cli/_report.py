@@ -12,13 +12,22 @@ from himga._cli._options import path
 from himga._extras import MissingExtraError
 from himga.eval import compute_measurements, format_table
 from himga.runs import (
+    METRIC_TITLES,
+    CompareError,
     PartialRun,
+    PublishedError,
+    Run,
+    RunDir,
     RunDirError,
     RunReadError,
+    arm_comparison,
+    format_arm_split,
     format_judges,
+    format_published,
     guard_output,
     load_run,
     plot_report,
+    published_for,
     render_report,
     write_text_atomic,
 )
@@ -34,14 +43,30 @@ def register(commands: Any) -> None:
         description=(
             "Write RUN/report.md (or --out: a .md file, never over a file of another run "
             "directory): the per-category table, what was run on what "
-            "and when, the cost in tokens, and a per-category plot (report.png beside it; "
-            "needs the plot extra, otherwise the report says so). A run without a manifest "
-            "(under way, or killed) is reported from its checkpoint, marked partial. Exit "
-            "status 2 when the run cannot be read or the report cannot be written."
+            "and when, the cost in tokens (and per correct answer), and a per-category plot "
+            "(report.png beside it; needs the plot extra, otherwise the report says so). "
+            "A run without a manifest (under way, or killed) is reported from its "
+            "checkpoint, marked partial. Exit status 2 when the run cannot be read or "
+            "the report cannot be written."
         ),
     )
     parser.add_argument("run", type=path, metavar="RUN", help="a himga eval run directory")
     parser.add_argument("--out", type=path, default=None, help="report file (RUN/report.md)")
+    parser.add_argument(
+        "--reference",
+        action="append",
+        type=path,
+        default=[],
+        metavar="RUN",
+        help="a run of the same questions under another arm (LLM only: --memory null; "
+        "oracle: --arm oracle; full context: --memory full), repeatable: the report says "
+        "how much of the judge accuracy is memory and how much reader",
+    )
+    parser.add_argument(
+        "--published",
+        action="store_true",
+        help="add the published claims on the run's benchmark, marked published, not re-run",
+    )
     parser.set_defaults(handler=run)
 
 
@@ -85,6 +110,11 @@ def run(args: argparse.Namespace) -> int:
     except OSError as exc:
         return _cannot_write(plot, exc)
     partial = isinstance(loaded, PartialRun)
+    try:
+        sections = _sections(args, loaded)
+    except (CompareError, RunReadError, RunDirError, PublishedError) as exc:
+        print(f"himga report: error: {exc}", file=sys.stderr)
+        return 2
     table = format_table(
         loaded.metrics,
         dataset=loaded.dataset_name,
@@ -93,7 +123,7 @@ def run(args: argparse.Namespace) -> int:
     if not isinstance(loaded, PartialRun) and (judges := format_judges(loaded)):
         table += "\n\n" + judges
     try:
-        write_text_atomic(out, render_report(loaded, table, figure))
+        write_text_atomic(out, render_report(loaded, table, figure, sections=sections))
     except OSError as exc:
         return _cannot_write(out, exc)
     print(
@@ -102,6 +132,36 @@ def run(args: argparse.Namespace) -> int:
         + (" (partial: the run has no manifest yet)" if partial else "")
     )
     return 0
+
+
+def _sections(args: argparse.Namespace, loaded: Run | PartialRun) -> list[str]:
+    """The report's closing sections: the arms of ``--reference`` runs, the published
+    claims (``--published``); ``CompareError`` for references that do not pair with the run."""
+    sections: list[str] = []
+    if args.reference:
+        if isinstance(loaded, PartialRun):
+            raise CompareError("--reference needs a finished run (this one has no manifest)")
+        split = arm_comparison([loaded, *(RunDir(path).read() for path in args.reference)])
+        sections.append(
+            "## Memory and reader\n\n"
+            + (
+                "No question was judged in every run (or every run is of the memory arm): "
+                "nothing to split."
+                if split is None
+                else "\n".join(
+                    format_arm_split(
+                        split,
+                        metric=METRIC_TITLES.get(split["metric"], split["metric"]),
+                        group=split["group"],
+                        n=split["n"],
+                    )
+                )
+            )
+        )
+    if args.published:
+        claims = published_for(loaded.dataset_name)
+        sections.append("\n".join(format_published(loaded.dataset_name, claims)))
+    return sections
 
 
 def _cannot_write(path: Path, exc: OSError) -> int:

@@ -8,8 +8,10 @@ Every metric is defined once in the metric registry (:class:`Metric`,
 
 from himga._redact import redact
 from himga.eval._aggregate import (
+    JUDGE_INTERVAL,
     compute_measurements,
     compute_metrics,
+    judge_interval,
     question_scores,
     result_groups,
 )
@@ -38,11 +40,13 @@ from himga.eval._result import EvalResult, MemoryCallError
 from himga.eval._run import arun_eval, run_eval
 from himga.eval._shard import Shard, ShardSpecError
 from himga.eval._spec import AgentSpec, AgentSpecError
-from himga.eval._table import format_cell, format_table, headline_title, table_rows
+from himga.eval._table import INTERVAL_TITLE, format_cell, format_table, headline_title, table_rows
 from himga.eval.judge import JudgeScores, abatch_judge, batch_judge
 
 __all__ = [
     "ARMS",
+    "INTERVAL_TITLE",
+    "JUDGE_INTERVAL",
     "RANK_KS",
     "SEARCH_K",
     "AgentSpec",
@@ -80,6 +84,7 @@ __all__ = [
     "format_table",
     "get_metric",
     "headline_title",
+    "judge_interval",
     "metrics_of",
     "ndcg_at_k",
     "oracle_context",

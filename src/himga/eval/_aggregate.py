@@ -8,12 +8,20 @@ from dataclasses import asdict
 from typing import Any
 
 from himga.benchmarks._registry import find_benchmark
+from himga.eval._intervals import binary_interval
 from himga.eval._metric import Metric, MetricNeed, RunMetric
 from himga.eval._metric_registry import NEEDS, context_containment, metrics_of, run_metrics_of
 from himga.eval._result import EvalResult
 from himga.eval.judge import JudgeScores
 
-__all__ = ["compute_measurements", "compute_metrics", "question_scores", "result_groups"]
+__all__ = [
+    "JUDGE_INTERVAL",
+    "compute_measurements",
+    "compute_metrics",
+    "judge_interval",
+    "question_scores",
+    "result_groups",
+]
 
 
 def _answered(result: EvalResult) -> bool:
@@ -112,7 +120,36 @@ def _group(
     indices = [i for i in members if results[i].memory_error is None]
     local = {position: judge[i] for position, i in enumerate(indices) if i in judge}
     block = _block([results[i] for i in indices], local, catalogue)
+    low, high = _judge_interval([results[i] for i in indices], local)
+    block[JUDGE_INTERVAL[0]], block[JUDGE_INTERVAL[1]] = low, high
     return {"questions": len(members), "memory_errors": len(members) - len(indices), **block}
+
+
+#: The keys of a block's Wilson 95% interval of its judge accuracy, its low and high
+#: bound; both ``None`` with no judged question or with partial credit (see
+#: :func:`judge_interval`). Two numbers, not a pair: a block holds numbers only.
+JUDGE_INTERVAL = ("judge_ci95_low", "judge_ci95_high")
+
+
+def judge_interval(block: Mapping[str, Any]) -> tuple[float, float] | None:
+    """The Wilson 95% interval of a block's judge accuracy (:data:`JUDGE_INTERVAL`);
+    ``None`` when it has none (nothing judged, partial credit, or metrics written before
+    the interval was)."""
+    low, high = (block.get(key) for key in JUDGE_INTERVAL)
+    if isinstance(low, (int, float)) and isinstance(high, (int, float)):
+        return float(low), float(high)
+    return None
+
+
+def _judge_interval(
+    results: Sequence[EvalResult], judge: Mapping[int, float]
+) -> tuple[float | None, float | None]:
+    """The Wilson 95% interval of the share of judged questions judged correct, over the
+    questions the ``judge`` metric averages; ``(None, None)`` when none was judged or when
+    a score is neither 0 nor 1 (BEAM's rubric: its mean is a score, not a proportion)."""
+    scores = [judge[i] for i, r in enumerate(results) if _has("judge", r, judge.get(i))]
+    found = binary_interval(scores)
+    return (None, None) if found is None else (found.low, found.high)
 
 
 def result_groups(results: Sequence[EvalResult]) -> dict[str, list[int]]:
@@ -223,7 +260,9 @@ def compute_metrics(
     metrics for its results, e.g. LoCoMo's official ``f1``): the aggregate (the
     mean) of the non-``None`` scores of its questions, ``None`` with none. Metrics
     that are not ``recorded`` (latency, context size) are left to
-    :func:`compute_measurements`.
+    :func:`compute_measurements`. ``judge_ci95_low`` and ``judge_ci95_high``
+    (:data:`JUDGE_INTERVAL`): the Wilson 95% interval of ``judge`` when every verdict is
+    0 or 1, else ``None``.
     Questions with a memory error are counted, never scored; so are results with
     an LLM error.
 

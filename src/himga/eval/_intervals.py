@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 
-__all__ = ["Proportion", "wilson_interval"]
+__all__ = ["Proportion", "binary_interval", "wilson_interval"]
 
 #: The two-sided 95% normal quantile.
 Z95 = 1.959963984540054
@@ -50,3 +51,13 @@ def wilson_interval(successes: int, n: int, *, z: float = Z95) -> Proportion:
     low = 0.0 if successes == 0 else max(0.0, centre - half)
     high = 1.0 if successes == n else min(1.0, centre + half)
     return Proportion(successes, n, min(low, rate), max(high, rate))
+
+
+def binary_interval(scores: Sequence[float], *, z: float = Z95) -> Proportion | None:
+    """The Wilson interval (:func:`wilson_interval`) of the share of 1s among ``scores``
+    when every score is 0 or 1 (a verdict per question: correct or not); ``None`` when
+    any is not -- a rubric's partial credit (BEAM's 0.5) makes the mean a score, not a
+    proportion, and a binomial interval of it would be wrong."""
+    if any(score not in (0.0, 1.0) for score in scores):
+        return None
+    return wilson_interval(sum(score == 1.0 for score in scores), len(scores), z=z)

@@ -6,19 +6,29 @@ from collections.abc import Mapping
 from typing import Any
 
 from himga.benchmarks._registry import find_benchmark
+from himga.eval._aggregate import judge_interval
 from himga.eval._metric_registry import available_metrics
 
-__all__ = ["format_cell", "format_table", "headline_title", "table_rows"]
+__all__ = ["INTERVAL_TITLE", "format_cell", "format_table", "headline_title", "table_rows"]
+
+#: The title of the judge's interval column (:func:`~himga.eval.judge_interval`).
+INTERVAL_TITLE = "judge-95%"
+# The interval's key in a row of the table (a block holds its two bounds apart).
+_INTERVAL = "judge-95%"
 
 _COUNTS = (("n", "questions"), ("mem-err", "memory_errors"), ("errors", "errors"))
 
 
 def format_cell(value: Any, decimals: int = 3) -> str:
-    """A table cell: ``-`` for ``None``, a float with ``decimals`` digits, else ``str``."""
+    """A table cell: ``-`` for ``None``, a float with ``decimals`` digits, an interval
+    ``[low, high]`` (a pair of floats) as ``[0.350, 0.480]``, else ``str``."""
     if value is None:
         return "-"
     if isinstance(value, float):
         return f"{value:.{decimals}f}"
+    if isinstance(value, (list, tuple)) and len(value) == 2:
+        low, high = value
+        return f"[{format_cell(low, decimals)}, {format_cell(high, decimals)}]"
     return str(value)
 
 
@@ -87,6 +97,8 @@ def format_table(
         or (key == "memory_errors" and any(block.get(key) for _, block in rows))
         or (key != "memory_errors" and any(block.get(key) is not None for _, block in rows))
     ]
+    rows = [(name, {**block, _INTERVAL: judge_interval(block)}) for name, block in rows]
+    shown = _with_interval(shown, rows)
     digits = {name: metric.decimals for name, metric in metrics_by_name.items()}
     table = [["category", *(title for title, _ in shown)]]
     table += [
@@ -94,6 +106,18 @@ def format_table(
         for name, block in rows
     ]
     return _aligned(table)
+
+
+def _with_interval(
+    shown: list[tuple[str, str]], rows: list[tuple[str, dict[str, Any]]]
+) -> list[tuple[str, str]]:
+    """``shown`` with the judge's Wilson 95% interval right after the judge column, when a
+    row has one (none for partial-credit verdicts: see :func:`~himga.eval.judge_interval`)."""
+    keys = [key for _, key in shown]
+    if "judge" not in keys or all(block[_INTERVAL] is None for _, block in rows):
+        return shown
+    at = keys.index("judge") + 1
+    return [*shown[:at], (INTERVAL_TITLE, _INTERVAL), *shown[at:]]
 
 
 def _aligned(table: list[list[str]]) -> str:

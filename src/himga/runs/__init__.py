@@ -7,13 +7,17 @@ locked while written (:class:`RunDir`). :func:`evaluate_run` makes one from an
 manifest; :func:`load_run` reads any run, a :class:`PartialRun` from its checkpoint while it has
 no manifest (under way, or killed); :func:`merge_runs`, :func:`compare_runs`,
 :func:`render_report` and :func:`summarize_run` are ``himga merge``, ``compare``,
-``report`` and ``runs`` without the command line.
+``report`` and ``runs`` without the command line; :func:`arm_of` names a run's arm,
+:func:`cost_per_correct` what it spent per correct answer, :func:`load_published` the
+published claims a report shows beside it.
 """
 
+from himga.runs._arms import ARM_TITLES, ArmKind, arm_of, arm_split, format_arm_split
 from himga.runs._compare import (
     DEFAULT_METRICS,
     METRIC_TITLES,
     CompareError,
+    arm_comparison,
     compare_runs,
     format_comparison,
     format_p_value,
@@ -44,7 +48,15 @@ from himga.runs._manifest import (
     ShardInfo,
 )
 from himga.runs._merge import PER_RUN_FIELDS, MergeError, merge_runs
+from himga.runs._per_correct import cost_per_correct, format_cost_per_correct
 from himga.runs._preflight import PREFLIGHT_EXAMPLES, PreflightReport, preflight
+from himga.runs._published import (
+    PublishedClaim,
+    PublishedError,
+    format_published,
+    load_published,
+    published_for,
+)
 from himga.runs._report import plot_report, render_report
 from himga.runs._rundir import (
     JUDGE_CACHE,
@@ -62,6 +74,7 @@ from himga.runs._rundir import (
 from himga.runs._summary import HEADLINE_METRICS, RunSummary, format_runs, summarize_run
 
 __all__ = [
+    "ARM_TITLES",
     "DEFAULT_METRICS",
     "HEADLINE_METRICS",
     "JUDGE_CACHE",
@@ -75,6 +88,7 @@ __all__ = [
     "PREFLIGHT_EXAMPLES",
     "RUN_FILES",
     "ArmError",
+    "ArmKind",
     "CompareError",
     "CostsInfo",
     "DatasetInfo",
@@ -90,6 +104,8 @@ __all__ = [
     "PartialRun",
     "PreflightFailedError",
     "PreflightReport",
+    "PublishedClaim",
+    "PublishedError",
     "Run",
     "RunDir",
     "RunDirError",
@@ -99,24 +115,33 @@ __all__ = [
     "RunStatus",
     "RunSummary",
     "ShardInfo",
+    "arm_comparison",
+    "arm_of",
+    "arm_split",
     "compare_runs",
+    "cost_per_correct",
     "default_run_directory",
     "evaluate_run",
     "find_runs",
+    "format_arm_split",
     "format_comparison",
+    "format_cost_per_correct",
     "format_judges",
     "format_leaderboard",
     "format_p_value",
+    "format_published",
     "format_runs",
     "guard_output",
     "judge_run",
     "leaderboard",
+    "load_published",
     "load_run",
     "merge_runs",
     "nan_if_none",
     "plot_comparison",
     "plot_report",
     "preflight",
+    "published_for",
     "render_report",
     "run_status",
     "summarize_run",

@@ -12,21 +12,25 @@ from himga._extras import require
 from himga.eval import (
     UnknownMetricError,
     get_metric,
+    headline_title,
     question_scores,
     result_groups,
 )
 from himga.eval._metric_registry import MetricTitles
 from himga.eval._paired import DEFAULT_RESAMPLES, paired_differences
 from himga.integrations import PHASES
+from himga.runs._arms import ArmKind, arm_of, arm_split, format_arm_split
 from himga.runs._files import save_figure
 from himga.runs._judges import format_judges_comparison, judges_comparison
 from himga.runs._leaderboard import Leaderboard, format_leaderboard, leaderboard
+from himga.runs._per_correct import cost_per_correct, format_cost_per_correct
 from himga.runs._rundir import Run
 
 __all__ = [
     "DEFAULT_METRICS",
     "METRIC_TITLES",
     "CompareError",
+    "arm_comparison",
     "compare_runs",
     "format_comparison",
     "format_p_value",
@@ -179,6 +183,8 @@ def compare_runs(
         "comparisons": rows,
         "leaderboard": leaderboard(runs, chosen[0]).to_dict(),
         "judges": judges_comparison(runs, aligned, resamples=resamples, seed=seed),
+        "arms": arm_comparison(runs),
+        "cost_per_correct": [cost_per_correct(run) for run in runs],
     }
 
 
@@ -249,6 +255,7 @@ def format_comparison(comparison: dict[str, Any]) -> str:
         *_costs_table([baseline, *comparison["runs"]]),
         "",
         format_leaderboard(Leaderboard.from_dict(comparison["leaderboard"])),
+        *_arms_and_costs(comparison),
     ]
     for warning in comparison.get("warnings", ()):
         lines[1:1] = ["", f"**Warning: {warning}.**"]
@@ -274,6 +281,56 @@ def format_comparison(comparison: dict[str, Any]) -> str:
                 )
     lines += format_judges_comparison(comparison.get("judges", ()), comparison["resamples"])
     return "\n".join(lines)
+
+
+def arm_comparison(runs: Sequence[Run]) -> dict[str, Any] | None:
+    """How much of each run's judge accuracy is memory and how much reader, when the runs
+    (of one question set, ``CompareError`` otherwise) are not all of the memory arm and
+    were judged: :func:`~himga.runs.arm_split` of their judge accuracy over the headline
+    group, on the questions every run judged, with ``metric``, ``group`` and ``n``;
+    ``None`` otherwise (all memory arms, or no question every run judged)."""
+    for other in runs[1:]:
+        _check_comparable(runs[0], other)
+    arms: list[ArmKind] = [arm_of(run.manifest) for run in runs]
+    if all(arm == "memory" for arm in arms):
+        return None
+    headline = {runs[0].results[i].key for i in result_groups(runs[0].results)["overall"]}
+    scores = [_judge_scores(run, headline) for run in runs]
+    common = set.intersection(*(set(found) for found in scores))
+    if not common:
+        return None
+    accuracies: list[tuple[str, ArmKind, float]] = [
+        (run.label, arm, sum(found[key] for key in common) / len(common))
+        for run, arm, found in zip(runs, arms, scores, strict=True)
+    ]
+    return {
+        "metric": "judge",
+        "group": headline_title(runs[0].manifest.dataset.name),
+        "n": len(common),
+        **arm_split(accuracies),
+    }
+
+
+def _judge_scores(run: Run, keys: set[tuple[str, str]]) -> dict[tuple[str, str], float]:
+    """The judge score of each question of ``keys`` the run has one for."""
+    found: dict[tuple[str, str], float] = {}
+    for result, judge in zip(run.results, run.judge, strict=True):
+        score = question_scores(result, judge, only=("judge",))["judge"]
+        if result.key in keys and score is not None:
+            found[result.key] = score
+    return found
+
+
+def _arms_and_costs(comparison: Mapping[str, Any]) -> list[str]:
+    """The markdown of the comparison's arm split (when there is one) and cost per
+    correct answer (when any run was judged), each after a blank line."""
+    lines: list[str] = []
+    split = comparison.get("arms")
+    if split is not None:
+        title = METRIC_TITLES.get(split["metric"], split["metric"])
+        lines += ["", *format_arm_split(split, metric=title, group=split["group"], n=split["n"])]
+    costs = format_cost_per_correct(comparison.get("cost_per_correct", []))
+    return lines + (["", *costs] if costs else [])
 
 
 def _costs_table(described: list[dict[str, Any]]) -> list[str]:

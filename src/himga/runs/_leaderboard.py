@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass
-from typing import Any
+from dataclasses import asdict, dataclass, field
+from typing import Any, cast
 
 from himga.eval import (
     Metric,
@@ -15,8 +15,10 @@ from himga.eval import (
     format_cell,
     get_metric,
     headline_title,
+    judge_interval,
     table_rows,
 )
+from himga.runs._arms import ARM_TITLES, ArmKind, arm_of
 from himga.runs._rundir import Run
 
 __all__ = ["Leaderboard", "LeaderboardRow", "format_leaderboard", "leaderboard"]
@@ -44,6 +46,11 @@ class LeaderboardRow:
     memory_errors: int
     by_group: Mapping[str, float | None]
     run_level: Mapping[str, float | None]
+    #: The arm (:func:`~himga.runs.arm_of`): ``memory``, ``full``, ``llm-only``, ``oracle``.
+    arm: str = "memory"
+    #: The ranked metric's 95% interval ``[low, high]`` per group, where its blocks have
+    #: one (the judge's Wilson interval, :func:`~himga.eval.judge_interval`).
+    intervals: Mapping[str, list[float] | None] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict; :meth:`from_dict` is its inverse."""
@@ -60,6 +67,8 @@ class LeaderboardRow:
             memory_errors=int(data["memory_errors"]),
             by_group=dict(data["by_group"]),
             run_level=dict(data["run_level"]),
+            arm=str(data.get("arm", "memory")),
+            intervals=dict(data.get("intervals", {})),
         )
 
 
@@ -117,6 +126,8 @@ def leaderboard(runs: Sequence[Run], metric: str) -> Leaderboard:
                 memory_errors=int(counts.get("memory_errors", 0)),
                 by_group={group: _number(block.get(metric)) for group, block in blocks.items()},
                 run_level={m.name: _number(everything.get(m.name)) for m in run_level},
+                arm=arm_of(run.manifest),
+                intervals=_intervals(blocks, metric),
             )
         )
     sign = 1.0 if get_metric(metric).higher_is_better else -1.0
@@ -136,15 +147,43 @@ def format_leaderboard(board: Leaderboard) -> str:
     header += [m.title for m in run_level]
     lines = [
         f"### Leaderboard: {ranked.title} per category, best first by "
-        f"{board.groups[-2]}; latency and context size over every question",
+        f"{board.groups[-2]}; latency and context size over every question"
+        + ("; [Wilson 95% interval]" if any(row.intervals for row in board.rows) else ""),
         "",
         "| " + " | ".join(header) + " |",
         "| --- | --- |" + " ---: |" * (len(header) - 2),
     ]
     for row in board.rows:
-        cells = [f"`{row.path}`", row.label or "-", f"{row.questions:,}", str(row.errors)]
+        cells = [f"`{row.path}`", _memory_cell(row), f"{row.questions:,}", str(row.errors)]
         cells.append(str(row.memory_errors))
-        cells += [format_cell(row.by_group.get(g), ranked.decimals) for g in board.groups]
+        cells += [_value_cell(row, g, ranked.decimals) for g in board.groups]
         cells += [format_cell(row.run_level.get(m.name), m.decimals) for m in run_level]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
+
+
+def _intervals(blocks: Mapping[str, Mapping[str, Any]], metric: str) -> dict[str, list[float]]:
+    """The ranked metric's interval per group, where a block has one (the judge's)."""
+    if metric != "judge":
+        return {}
+    intervals: dict[str, list[float]] = {}
+    for group, block in blocks.items():
+        bounds = judge_interval(block)
+        if bounds is not None:
+            intervals[group] = list(bounds)
+    return intervals
+
+
+def _memory_cell(row: LeaderboardRow) -> str:
+    """The memory column: the label, and the arm's name for a run of another arm."""
+    label = row.label or "-"
+    if row.arm == "memory":
+        return label
+    return f"{ARM_TITLES.get(cast(ArmKind, row.arm), row.arm)}: {label}"
+
+
+def _value_cell(row: LeaderboardRow, group: str, decimals: int) -> str:
+    """The ranked metric of ``group``, with its 95% interval when it has one."""
+    value = format_cell(row.by_group.get(group), decimals)
+    interval = row.intervals.get(group)
+    return value if interval is None else f"{value} {format_cell(interval, decimals)}"

@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from himga._extras import require
+from himga.eval import INTERVAL_TITLE, judge_interval
+from himga.runs._arms import ARM_TITLES, arm_of
 from himga.runs._compare import METRIC_TITLES
 from himga.runs._files import save_figure
 from himga.runs._load import PartialRun
 from himga.runs._manifest import CostsInfo
+from himga.runs._per_correct import cost_per_correct, format_cost_per_correct
 from himga.runs._rundir import Run
 
 __all__ = ["plot_report", "render_report"]
@@ -21,10 +25,13 @@ def _count(value: Any) -> str:
     return f"{value:,}" if isinstance(value, int) else str(value)
 
 
-def render_report(run: Run | PartialRun, table: str, figure: str) -> str:
+def render_report(
+    run: Run | PartialRun, table: str, figure: str, *, sections: Sequence[str] = ()
+) -> str:
     """The report's markdown: ``table`` is the per-category table of the run's metrics,
-    ``figure`` the plot's markdown (or why there is none). A :class:`PartialRun` is
-    reported as such: its title says partial, and what is known without a manifest."""
+    ``figure`` the plot's markdown (or why there is none); ``sections``, markdown blocks
+    appended at the end (the arms of other runs, published claims). A :class:`PartialRun`
+    is reported as such: its title says partial, and what is known without a manifest."""
     if isinstance(run, PartialRun):
         return _render_partial(run, table, figure)
     manifest = run.manifest.to_dict()
@@ -42,6 +49,7 @@ def render_report(run: Run | PartialRun, table: str, figure: str) -> str:
         else "no installed distribution (a local module)"
     )
     what = [
+        *_arm_sentence(run),
         f"Memory `{memory.get('spec')}` (`{memory.get('target', memory.get('class'))}`, "
         f"{given}), an instance of `{memory.get('class')}` whose repr is "
         f"`{memory.get('repr')}`, provided by {provider}; its source "
@@ -110,6 +118,9 @@ def render_report(run: Run | PartialRun, table: str, figure: str) -> str:
             f"{_count(usage.get('output_tokens'))} out."
         )
     cost += "\n\n" + _phase_costs(run.manifest.costs)
+    per_correct = format_cost_per_correct([cost_per_correct(run)])
+    if per_correct:
+        cost += "\n\n" + "\n".join(per_correct)
     outcome = (
         f"{_count(counts.get('questions'))} questions: {_count(counts.get('memory_errors', 0))} "
         f"memory errors (excluded from the metrics), {_count(counts.get('answered'))} answered, "
@@ -128,6 +139,7 @@ def render_report(run: Run | PartialRun, table: str, figure: str) -> str:
             "```",
             "",
             outcome,
+            *_judge_note(run.metrics),
             "",
             figure,
             "",
@@ -147,8 +159,42 @@ def render_report(run: Run | PartialRun, table: str, figure: str) -> str:
             "",
             cost,
             "",
+            *(line for section in sections for line in (section, "")),
         ]
     )
+
+
+def _arm_sentence(run: Run) -> list[str]:
+    """The sentence naming the run's arm, for a run not of the memory arm."""
+    arm = arm_of(run.manifest)
+    meaning = {
+        "oracle": "its context was only each question's gold evidence turns, what the "
+        "reader answers given perfect memory",
+        "full": "its context was the whole history, as far as the context window allows",
+        "llm-only": "it had no context: what the reader knows or guesses without memory",
+    }
+    if arm == "memory":
+        return []
+    return [f"This run is the **{ARM_TITLES[arm]}** arm: {meaning[arm]}."]
+
+
+def _judge_note(metrics: Mapping[str, Any]) -> list[str]:
+    """What the judge's interval column means, or why it has none."""
+    overall = metrics.get("overall", {})
+    if overall.get("judge") is None:
+        return []
+    if judge_interval(overall) is not None:
+        return [
+            "",
+            f"`{INTERVAL_TITLE}`: the Wilson 95% interval of the judge accuracy (one "
+            "0/1 verdict per question), per row.",
+        ]
+    return [
+        "",
+        "The judge gave partial credit (a rubric's 0.5): its mean is a score, not a share "
+        "of correct answers, so no Wilson interval is shown; `himga compare`'s paired "
+        "bootstrap interval covers differences of it.",
+    ]
 
 
 def _render_partial(run: PartialRun, table: str, figure: str) -> str:

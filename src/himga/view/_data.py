@@ -2,8 +2,9 @@
 
 Three kinds of document, the same in both modes, so the page has one code path:
 
-* the leaderboard (:meth:`ViewData.leaderboard`): one entry per run, with its
-  per-category metrics (the registry's table columns), retrieval latency p50/p95,
+* the leaderboard (:meth:`ViewData.leaderboard`): one entry per run, with its arm and
+  per-category metrics (the registry's table columns, the judge's with its Wilson 95%
+  interval), retrieval latency p50/p95,
   context size, model-call cost and wall time, and its recall@k curve;
 * a run's question index (:meth:`ViewData.index`): one compact row per question,
   columns as arrays (what the question list filters, sorts, pages and diffs over);
@@ -24,9 +25,10 @@ from himga.eval import (
     RANK_KS,
     available_metrics,
     context_containment,
+    judge_interval,
     question_scores,
 )
-from himga.runs import HEADLINE_METRICS, PartialRun, Run, run_status
+from himga.runs import ARM_TITLES, HEADLINE_METRICS, PartialRun, Run, arm_of, run_status
 
 __all__ = ["OUTCOMES", "ViewData", "evidence_spans", "outcome", "percentile"]
 
@@ -139,6 +141,7 @@ class ViewData:
                 name: {k: v for k, v in block.items() if _number(v) is not None}
                 for name, block in blocks.items()
             },
+            "intervals": _intervals(blocks),
             "latency_p50_s": percentile(latencies, 0.5),
             "latency_p95_s": percentile(latencies, 0.95),
             "context_chars": sum(chars) / len(chars) if chars else None,
@@ -149,6 +152,7 @@ class ViewData:
             identity = run.identity
             judge = identity.get("judge")
             entry |= {
+                "arm": None,
                 "memory": identity.get("memory_spec"),
                 "arguments": identity.get("memory_arguments") or {},
                 "total": run.planned,
@@ -162,6 +166,7 @@ class ViewData:
         costs = manifest.costs
         phases = () if costs is None else costs.phases.phases
         entry |= {
+            "arm": ARM_TITLES[arm_of(manifest)],
             "memory": manifest.memory.spec,
             "arguments": dict(manifest.memory.arguments),
             "total": manifest.dataset.questions,
@@ -234,6 +239,17 @@ class ViewData:
             },
         }
         return record
+
+
+def _intervals(blocks: Mapping[str, Mapping[str, Any]]) -> dict[str, dict[str, list[float]]]:
+    """Each block's 95% intervals by metric key: the judge's Wilson interval, where the
+    run's metrics have one (none for partial-credit verdicts, or a run written before)."""
+    found: dict[str, dict[str, list[float]]] = {}
+    for name, block in blocks.items():
+        bounds = judge_interval(block)
+        if bounds is not None:
+            found[name] = {"judge": list(bounds)}
+    return found
 
 
 def _has(entry: Mapping[str, Any], name: str) -> bool:

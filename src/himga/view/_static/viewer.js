@@ -53,6 +53,12 @@
     return node;
   }
   const fmt = (v, digits = 3) => (v === null || v === undefined ? "–" : Number(v).toFixed(digits));
+  // A metric cell, with its 95% interval where the run has one (the judge's Wilson interval).
+  const metric = (run, block, key) => {
+    const bounds = ((run.intervals || {})[block] || {})[key];
+    const value = fmt(run.blocks[block][key]);
+    return bounds ? `${value} [${fmt(bounds[0])}, ${fmt(bounds[1])}]` : value;
+  };
   const ms = (s) => (s === null || s === undefined ? "–" : `${(s * 1000).toFixed(1)} ms`);
   const count = (v) => (v === null || v === undefined ? "?" : Number(v).toLocaleString("en"));
   const key = (index, n) => `${index.sample[n]}\t${index.question_id[n]}`;
@@ -88,10 +94,10 @@
         { "data-run": run.id },
         h("td", { title: run.path }, link(route(`/run/${run.id}`), run.path.split(/[\\/]/).pop())),
         h("td", {}, run.dataset),
-        h("td", { title: JSON.stringify(run.arguments) }, run.label),
+        h("td", { title: JSON.stringify(run.arguments) }, run.arm && run.arm !== "memory" ? `${run.arm}: ${run.label}` : run.label),
         h("td", { class: `status ${run.status}` }, run.status),
         h("td", { class: "num" }, `${count(run.done)}/${count(run.total)}`),
-        board.columns.map((c) => h("td", { class: "num" }, fmt(run.blocks.overall[c.key]))),
+        board.columns.map((c) => h("td", { class: "num" }, metric(run, "overall", c.key))),
         h("td", { class: "num" }, ms(run.latency_p50_s)),
         h("td", { class: "num" }, ms(run.latency_p95_s)),
         h("td", { class: "num" }, fmt(run.context_chars, 0)),
@@ -113,7 +119,7 @@
             h("td", {}, link(route(`/run/${run.id}`, { category }), category)),
             h("td", {}, run.label),
             h("td", { class: "num" }, count(run.blocks[category].questions)),
-            board.columns.map((c) => h("td", { class: "num" }, fmt(run.blocks[category][c.key]))),
+            board.columns.map((c) => h("td", { class: "num" }, metric(run, category, c.key))),
           ),
         ),
     );
