@@ -10,6 +10,7 @@ from typing import Any
 
 from himga._cli._options import path
 from himga._extras import MissingExtraError
+from himga.data._errata import ErrataError, read_errata
 from himga.eval._paired import DEFAULT_RESAMPLES, MAX_RESAMPLES
 from himga.runs import (
     DEFAULT_METRICS,
@@ -23,6 +24,7 @@ from himga.runs import (
     guard_output,
     plot_comparison,
 )
+from himga.runs._gold_errors import format_gold_errors, gold_error_accuracy
 
 __all__ = ["register", "run"]
 
@@ -63,6 +65,13 @@ def register(commands: Any) -> None:
     parser.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
     parser.add_argument("--json", action="store_true", help="print JSON instead of markdown")
     parser.add_argument("--plot", type=path, default=None, metavar="FILE", help="save a figure")
+    parser.add_argument(
+        "--errata",
+        default=None,
+        metavar="FILE|NAME",
+        help="also show each run's raw accuracy, its accuracy without the questions whose "
+        "gold these errata judge wrong, and the ceiling (himga report --errata)",
+    )
     parser.set_defaults(handler=run)
 
 
@@ -92,7 +101,9 @@ def run(args: argparse.Namespace) -> int:
         )
         if args.plot is not None:
             plot_comparison(comparison, args.plot)
-    except (CompareError, RunReadError, RunDirError, MissingExtraError) as exc:
+        errata = None if args.errata is None else read_errata(args.errata)
+        gold = [] if errata is None else [gold_error_accuracy(r, errata) for r in runs]
+    except (CompareError, RunReadError, RunDirError, MissingExtraError, ErrataError) as exc:
         print(f"himga compare: error: {exc}", file=sys.stderr)
         return 2
     except OSError as exc:  # only the figure is written
@@ -100,8 +111,16 @@ def run(args: argparse.Namespace) -> int:
         return 2
     for warning in comparison["warnings"]:
         print(f"himga compare: warning: {warning}", file=sys.stderr)
+    if errata is not None:
+        comparison["gold_errors"] = {
+            "errata": errata.source,
+            "sha256": errata.sha256,
+            "runs": [row.to_dict() for row in gold],
+        }
     if args.json:
         print(json.dumps(comparison, indent=2))
     else:
         print(format_comparison(comparison))
+        if errata is not None:
+            print("\n" + format_gold_errors(gold, errata), end="")
     return 0

@@ -10,6 +10,7 @@ from typing import Any
 
 from himga._cli._options import path
 from himga._extras import MissingExtraError
+from himga.data._errata import ErrataError, read_errata
 from himga.eval import compute_measurements, format_table
 from himga.runs import (
     PartialRun,
@@ -21,6 +22,8 @@ from himga.runs import (
     render_report,
     write_text_atomic,
 )
+from himga.runs._gold_errors import format_gold_errors, gold_error_accuracy
+from himga.runs._rundir import Run
 
 __all__ = ["register", "run"]
 
@@ -41,6 +44,13 @@ def register(commands: Any) -> None:
     )
     parser.add_argument("run", type=path, metavar="RUN", help="a himga eval run directory")
     parser.add_argument("--out", type=path, default=None, help="report file (RUN/report.md)")
+    parser.add_argument(
+        "--errata",
+        default=None,
+        metavar="FILE|NAME",
+        help="add raw accuracy, accuracy without the questions whose gold these errata judge "
+        "wrong, and the ceiling (a file, or a fetched published one: himga errata fetch NAME)",
+    )
     parser.set_defaults(handler=run)
 
 
@@ -89,8 +99,15 @@ def run(args: argparse.Namespace) -> int:
         dataset=loaded.dataset_name,
         measurements=compute_measurements(loaded.results),
     )
+    text = render_report(loaded, table, figure)
+    if args.errata is not None:
+        try:
+            text += "\n" + _gold_errors(loaded, args.errata)
+        except ErrataError as exc:
+            print(f"himga report: error: {exc}", file=sys.stderr)
+            return 2
     try:
-        write_text_atomic(out, render_report(loaded, table, figure))
+        write_text_atomic(out, text)
     except OSError as exc:
         return _cannot_write(out, exc)
     print(
@@ -99,6 +116,11 @@ def run(args: argparse.Namespace) -> int:
         + (" (partial: the run has no manifest yet)" if partial else "")
     )
     return 0
+
+
+def _gold_errors(loaded: Run | PartialRun, source: str) -> str:
+    errata = read_errata(source)
+    return format_gold_errors([gold_error_accuracy(loaded, errata)], errata)
 
 
 def _cannot_write(path: Path, exc: OSError) -> int:
