@@ -3,6 +3,7 @@ accuracy without the audited-wrong questions, and the ceiling side by side."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import shutil
@@ -12,10 +13,12 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from himga.data._errata import ErrataError, read_errata
+from himga.data import _errata
+from himga.data._errata import ErrataError, PublishedErrata, fetch_errata, read_errata
 from himga.runs import RunDir
 from himga.runs._gold_errors import gold_error_accuracy
 from tests.cli_support import run_cli
+from tests.loopback_server import LoopbackServer
 
 
 def _write(path: Path, data: object) -> Path:
@@ -147,3 +150,33 @@ def test_errata_of_another_benchmark_are_refused(view_runs: Path, tmp_path: Path
     code, stderr = run_cli(["report", str(runs / "bm25"), "--errata", str(errata)])
     assert code == 2
     assert "audit 'longmemeval_s'" in stderr
+
+
+@pytest.mark.usefixtures("loopback_only")
+def test_fetch_verifies_the_pinned_hash_and_downloads_once(
+    server: LoopbackServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HIMGA_CACHE_DIR", str(tmp_path / "cache"))
+    body = json.dumps([{"question_id": "locomo_1_qa3", "error_type": "AMBIGUOUS"}]).encode()
+    url = server.url("/errors.json", body)
+    pinned = PublishedErrata(url, hashlib.sha256(body).hexdigest(), "CC BY-NC 4.0", "locomo")
+    monkeypatch.setitem(_errata.PUBLISHED_ERRATA, "locomo-audit", pinned)
+    code, stderr = run_cli(["errata", "fetch", "locomo-audit", "--no-progress"])
+    assert code == 0, stderr
+    assert list(read_errata("locomo-audit").entries) == ["conv-30:q4"]
+    assert fetch_errata("locomo-audit", show_progress=False).read_bytes() == body
+    assert server.requests == ["/errors.json"]
+
+
+@pytest.mark.usefixtures("loopback_only")
+def test_a_download_of_other_content_is_refused_and_not_kept(
+    server: LoopbackServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HIMGA_CACHE_DIR", str(tmp_path / "cache"))
+    url = server.url("/errors.json", b"[]")
+    pinned = PublishedErrata(url, "0" * 64, "CC BY-NC 4.0", "locomo")
+    monkeypatch.setitem(_errata.PUBLISHED_ERRATA, "locomo-audit", pinned)
+    code, stderr = run_cli(["errata", "fetch", "locomo-audit", "--no-progress"])
+    assert code == 2
+    assert "sha256" in stderr
+    assert not (tmp_path / "cache").exists()

@@ -33,7 +33,15 @@ from himga.benchmarks.locomo._audit import (
 from himga.data._download import download_file
 from himga.data._resolve import cache_dir
 
-__all__ = ["PUBLISHED_ERRATA", "Errata", "ErrataError", "Erratum", "fetch_errata", "read_errata"]
+__all__ = [
+    "PUBLISHED_ERRATA",
+    "Errata",
+    "ErrataError",
+    "Erratum",
+    "PublishedErrata",
+    "fetch_errata",
+    "read_errata",
+]
 
 
 class ErrataError(HimgaError, ValueError):
