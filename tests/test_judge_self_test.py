@@ -226,3 +226,18 @@ def test_specific_wrong_takes_another_answer_of_the_conversation() -> None:
     items, _ = judge_test_items([sample], n=3, seed=random.Random(0).randrange(100))
     wrong = {i.qa.question_id: i.answer for i in items if i.set == "specific-wrong"}
     assert wrong == {"c:q1": "June 2022", "c:q2": "7 May 2023", "c:q3": "5"}
+
+
+@pytest.mark.parametrize(
+    "category",
+    [
+        "single-session-preference",
+        "instruction_following",
+        "preference_following",
+        "event_ordering",
+    ],
+)
+def test_a_gold_that_describes_the_reply_takes_no_part(category: str) -> None:
+    qa = QAPair("c:q1", "What should I use?", "Response should suggest a tool", category)
+    sample = Sample("c", "beam-100k", [Session("S1", [Message("user", "hi")])], [qa])
+    assert judge_test_items([sample], n=5, seed=0) == ([], 0)

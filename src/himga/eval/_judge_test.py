@@ -18,10 +18,12 @@ same seed gives the same answers and, through the LLM cache, costs nothing again
   detail, a fair one accepts it.
 
 A question takes part when its gold is an answer to state: not adversarial (its right
-answer is to abstain), not LongMemEval's single-session-preference (the gold is a
-rubric of a personalised reply) and not BEAM's event ordering (scored by Kendall tau
-of an order, not a verdict). An answer a generator cannot make for a question (no
-other answer of its kind in the conversation) is counted as ``unavailable`` in its set.
+answer is to abstain), not LongMemEval's single-session-preference nor BEAM's
+instruction- and preference-following (their gold describes the reply wanted, "Response
+should include ...", rather than stating an answer) and not BEAM's event ordering
+(scored by Kendall tau of an order, not a verdict). An answer a generator cannot make
+for a question (no other answer of its kind in the conversation) is counted as
+``unavailable`` in its set.
 
 A question's judge score is *accepted* when it is at least :data:`ACCEPTED_AT` (0.5):
 1.0 / 0.0 for LoCoMo's and LongMemEval's binary judges; for BEAM's rubric judge (the
@@ -39,7 +41,7 @@ from typing import Any, Final, Literal
 
 from himga.benchmarks._offline import covered
 from himga.benchmarks._registry import get_benchmark
-from himga.benchmarks.beam._load import EVENT_ORDERING
+from himga.benchmarks.beam._load import EVENT_ORDERING, INSTRUCTION_FOLLOWING, PREFERENCE_FOLLOWING
 from himga.benchmarks.longmemeval._categories import SINGLE_SESSION_PREFERENCE
 from himga.data.schema import QAPair, Sample
 from himga.eval._identity import llm_identity
@@ -82,7 +84,9 @@ SETS: Final[Mapping[str, Expectation]] = {
 }
 SET_NAMES: Final = tuple(SETS)
 
-_NOT_ANSWERS: Final = frozenset({SINGLE_SESSION_PREFERENCE, EVENT_ORDERING})
+_NOT_ANSWERS: Final = frozenset(
+    {SINGLE_SESSION_PREFERENCE, INSTRUCTION_FOLLOWING, PREFERENCE_FOLLOWING, EVENT_ORDERING}
+)
 _WORD = re.compile(r"[A-Za-z0-9']+")
 _DATE = re.compile(
     r"\b(?:(?:19|20)\d\d|"
@@ -391,6 +395,8 @@ def run_judge_test(
     if judge is None:
         raise ValueError(f"dataset {dataset!r} has no judge to test")
     items, eligible = judge_test_items(samples, n=n, seed=seed)
+    if not eligible:
+        raise ValueError(f"{dataset}: no question has a gold answer to test a judge with")
     answered = [item for item in items if item.answer is not None]
     scores = batch_judge(
         [item.result(dataset) for item in answered], llm=llm, show_progress=show_progress
