@@ -67,6 +67,7 @@ def register(commands: Any) -> None:
     parser.add_argument("--plot", type=path, default=None, metavar="FILE", help="save a figure")
     parser.add_argument(
         "--errata",
+        type=path,
         default=None,
         metavar="FILE|NAME",
         help="also show each run's raw accuracy, its accuracy without the questions whose "

@@ -46,6 +46,7 @@ def register(commands: Any) -> None:
     parser.add_argument("--out", type=path, default=None, help="report file (RUN/report.md)")
     parser.add_argument(
         "--errata",
+        type=path,
         default=None,
         metavar="FILE|NAME",
         help="add raw accuracy, accuracy without the questions whose gold these errata judge "
@@ -118,7 +119,7 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _gold_errors(loaded: Run | PartialRun, source: str) -> str:
+def _gold_errors(loaded: Run | PartialRun, source: Path) -> str:
     errata = read_errata(source)
     return format_gold_errors([gold_error_accuracy(loaded, errata)], errata)
 
