@@ -150,6 +150,8 @@ def test_errata_of_another_benchmark_are_refused(view_runs: Path, tmp_path: Path
     code, stderr = run_cli(["report", str(runs / "bm25"), "--errata", str(errata)])
     assert code == 2
     assert "audit 'longmemeval_s'" in stderr
+    assert not (runs / "bm25" / "report.png").exists()
+    assert not (runs / "bm25" / "report.md").exists()
 
 
 @pytest.mark.usefixtures("loopback_only")

@@ -71,6 +71,12 @@ def run(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         loaded = dataclasses.replace(loaded, metrics=measured)
+    try:
+        # Before anything is written: bad errata leave no half-made report behind.
+        gold_errors = _gold_errors(loaded, args.errata)
+    except ErrataError as exc:
+        print(f"himga report: error: {exc}", file=sys.stderr)
+        return 2
     out: Path = args.out or args.run / "report.md"
     if out.is_dir():
         print(f"himga report: error: --out {out} is a directory: give a file name", file=sys.stderr)
@@ -101,12 +107,8 @@ def run(args: argparse.Namespace) -> int:
         measurements=compute_measurements(loaded.results),
     )
     text = render_report(loaded, table, figure)
-    if args.errata is not None:
-        try:
-            text += "\n" + _gold_errors(loaded, args.errata)
-        except ErrataError as exc:
-            print(f"himga report: error: {exc}", file=sys.stderr)
-            return 2
+    if gold_errors is not None:
+        text += "\n" + gold_errors
     try:
         write_text_atomic(out, text)
     except OSError as exc:
@@ -119,7 +121,10 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _gold_errors(loaded: Run | PartialRun, source: Path) -> str:
+def _gold_errors(loaded: Run | PartialRun, source: Path | None) -> str | None:
+    """The report's gold-error section, ``None`` without errata; :class:`ErrataError`."""
+    if source is None:
+        return None
     errata = read_errata(source)
     return format_gold_errors([gold_error_accuracy(loaded, errata)], errata)
 
