@@ -6,7 +6,8 @@ same seed gives the same answers and, through the LLM cache, costs nothing again
 
 * ``vague`` (reject): topical but committing to nothing -- the question's own topic
   words in a sentence of the answer's kind ("Sometime around ...", "Something to do
-  with ..."), no word of the gold;
+  with ..."), leaving out every word of the gold (an answer that still holds them all,
+  through the template's own words, is unavailable);
 * ``specific-wrong`` (reject): another answer of the same kind (date, number, name or
   phrase) from the same conversation -- another question's gold, else a session date,
   a number said in a turn or a speaker's name -- neither holding every word of the
