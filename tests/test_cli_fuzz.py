@@ -64,8 +64,10 @@ DOCUMENTED = {
     "check": {0, 1, 2, 130, 141},
     "compare": {0, 2},
     "datasets": {0, 1, 2},
+    "errata": {0, 2},
     "eval": {0, 2, 3},
     "fake-llm": {0, 2},
+    "judge-test": {0, 1, 2, 3},
     "memories": {0, 2},
     "merge": {0, 2},
     "report": {0, 2},
@@ -251,7 +253,7 @@ def command_lines(draw: st.DrawFn, command: str) -> list[str]:
     tokens = [token for unit in draw(st.permutations(units)) for token in unit]
     if draw(st.integers(0, 9)) == 0:
         tokens.insert(draw(st.integers(0, len(tokens))), draw(st.sampled_from(NAMES[-4:])))
-    if command == "eval":
+    if command in ("eval", "judge-test"):
         tokens += ["--no-progress"]
         for i, token in enumerate(tokens[:-1]):
             if token == "--dataset" and tokens[i + 1] in DOWNLOADABLE:

@@ -11,6 +11,7 @@ from typing import Any
 
 from himga._cli._options import path
 from himga._extras import MissingExtraError
+from himga.data._errata import ErrataError, read_errata
 from himga.eval._paired import DEFAULT_RESAMPLES, MAX_RESAMPLES
 from himga.runs import (
     DEFAULT_METRICS,
@@ -28,6 +29,7 @@ from himga.runs import (
     plot_comparison,
     published_for,
 )
+from himga.runs._gold_errors import format_gold_errors, gold_error_accuracy
 
 __all__ = ["register", "run"]
 
@@ -73,6 +75,14 @@ def register(commands: Any) -> None:
         action="store_true",
         help="add the published claims on the runs' benchmark, marked published, not re-run",
     )
+    parser.add_argument(
+        "--errata",
+        type=path,
+        default=None,
+        metavar="FILE|NAME",
+        help="also show each run's raw accuracy, its accuracy without the questions whose "
+        "gold these errata judge wrong, and the ceiling (himga report --errata)",
+    )
     parser.set_defaults(handler=run)
 
 
@@ -106,7 +116,16 @@ def run(args: argparse.Namespace) -> int:
         if args.published:
             claims = published_for(runs[0].dataset_name)
             comparison["published"] = [dataclasses.asdict(claim) for claim in claims]
-    except (CompareError, RunReadError, RunDirError, MissingExtraError, PublishedError) as exc:
+        errata = None if args.errata is None else read_errata(args.errata)
+        gold = [] if errata is None else [gold_error_accuracy(r, errata) for r in runs]
+    except (
+        CompareError,
+        RunReadError,
+        RunDirError,
+        MissingExtraError,
+        PublishedError,
+        ErrataError,
+    ) as exc:
         print(f"himga compare: error: {exc}", file=sys.stderr)
         return 2
     except OSError as exc:  # only the figure is written
@@ -114,10 +133,18 @@ def run(args: argparse.Namespace) -> int:
         return 2
     for warning in comparison["warnings"]:
         print(f"himga compare: warning: {warning}", file=sys.stderr)
+    if errata is not None:
+        comparison["gold_errors"] = {
+            "errata": errata.source,
+            "sha256": errata.sha256,
+            "runs": [row.to_dict() for row in gold],
+        }
     if args.json:
         print(json.dumps(comparison, indent=2))
     else:
         print(format_comparison(comparison))
         if claims is not None:
             print("\n" + "\n".join(format_published(runs[0].dataset_name, claims)))
+        if errata is not None:
+            print("\n" + format_gold_errors(gold, errata), end="")
     return 0

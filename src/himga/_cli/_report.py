@@ -10,6 +10,7 @@ from typing import Any
 
 from himga._cli._options import path
 from himga._extras import MissingExtraError
+from himga.data._errata import ErrataError, read_errata
 from himga.eval import compute_measurements, format_table
 from himga.runs import (
     METRIC_TITLES,
@@ -31,6 +32,7 @@ from himga.runs import (
     render_report,
     write_text_atomic,
 )
+from himga.runs._gold_errors import format_gold_errors, gold_error_accuracy
 
 __all__ = ["register", "run"]
 
@@ -67,6 +69,14 @@ def register(commands: Any) -> None:
         action="store_true",
         help="add the published claims on the run's benchmark, marked published, not re-run",
     )
+    parser.add_argument(
+        "--errata",
+        type=path,
+        default=None,
+        metavar="FILE|NAME",
+        help="add raw accuracy, accuracy without the questions whose gold these errata judge "
+        "wrong, and the ceiling (a file, or a fetched published one: himga errata fetch NAME)",
+    )
     parser.set_defaults(handler=run)
 
 
@@ -86,6 +96,12 @@ def run(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         loaded = dataclasses.replace(loaded, metrics=measured)
+    try:
+        # Before anything is written: bad errata leave no half-made report behind.
+        gold_errors = _gold_errors(loaded, args.errata)
+    except ErrataError as exc:
+        print(f"himga report: error: {exc}", file=sys.stderr)
+        return 2
     out: Path = args.out or args.run / "report.md"
     if out.is_dir():
         print(f"himga report: error: --out {out} is a directory: give a file name", file=sys.stderr)
@@ -122,6 +138,8 @@ def run(args: argparse.Namespace) -> int:
     )
     if not isinstance(loaded, PartialRun) and (judges := format_judges(loaded)):
         table += "\n\n" + judges
+    if gold_errors is not None:
+        sections.append(gold_errors)
     try:
         write_text_atomic(out, render_report(loaded, table, figure, sections=sections))
     except OSError as exc:
@@ -162,6 +180,14 @@ def _sections(args: argparse.Namespace, loaded: Run | PartialRun) -> list[str]:
         claims = published_for(loaded.dataset_name)
         sections.append("\n".join(format_published(loaded.dataset_name, claims)))
     return sections
+
+
+def _gold_errors(loaded: Run | PartialRun, source: Path | None) -> str | None:
+    """The report's gold-error section, ``None`` without errata; :class:`ErrataError`."""
+    if source is None:
+        return None
+    errata = read_errata(source)
+    return format_gold_errors([gold_error_accuracy(loaded, errata)], errata)
 
 
 def _cannot_write(path: Path, exc: OSError) -> int:

@@ -47,6 +47,8 @@ from himga.data.schema import Message, QAPair, Sample, Session
 __all__ = [
     "ABSTENTION",
     "EVENT_ORDERING",
+    "INSTRUCTION_FOLLOWING",
+    "PREFERENCE_FOLLOWING",
     "QUESTION_TYPES",
     "conversation_dirs",
     "history_file",
@@ -69,6 +71,8 @@ QUESTION_TYPES = (
 )
 ABSTENTION = "abstention"
 EVENT_ORDERING = "event_ordering"
+INSTRUCTION_FOLLOWING = "instruction_following"
+PREFERENCE_FOLLOWING = "preference_following"
 
 CHAT_FILE = "chat.json"
 TRUNCATED_CHAT_FILE = "chat_trunecated.json"
