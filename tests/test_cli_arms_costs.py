@@ -14,7 +14,7 @@ from himga.eval import judge_interval
 from himga.eval._intervals import wilson_interval
 from himga.eval.judge import offline_judge_responder
 from himga.llm import FakeLLMServer
-from himga.runs import RunDir, arm_of, cost_per_correct, load_published
+from himga.runs import Manifest, RunDir, arm_of, cost_per_correct, load_published
 from himga.view import ViewData
 from tests.cli_support import cwd, offline_cli, run_cli
 from tests.test_cli_trust import himga
@@ -70,7 +70,9 @@ def test_the_arms_are_named_from_the_manifest(runs: dict[str, Path]) -> None:
     arms = {name: arm_of(RunDir(path).read().manifest) for name, path in runs.items()}
     assert arms == {"null": "llm-only", "full": "full", "bm25": "memory", "oracle": "oracle"}
     # a manifest without the key (every run before arms were recorded) is the memory arm
-    assert "arm" not in json.loads((runs["bm25"] / "manifest.json").read_text("utf-8"))
+    recorded = json.loads((runs["bm25"] / "manifest.json").read_text("utf-8"))
+    assert recorded.pop("arm") == "memory"
+    assert arm_of(Manifest.from_dict(recorded)) == "memory"
 
 
 def test_metrics_json_and_the_table_carry_the_judge_interval(runs: dict[str, Path]) -> None:
