@@ -127,6 +127,7 @@ def test_the_crash_site_in_the_plugin_is_shown(capsys: pytest.CaptureFixture[str
     assert "in retrieve)" in fail
 
 
+@pytest.mark.integration
 def test_a_closed_stdout_exits_quietly() -> None:
     # `himga check X | head -1`: the reader closes the pipe after the first line.
     process = subprocess.Popen(
@@ -196,6 +197,7 @@ def _himga() -> str:
     return str(script)
 
 
+@pytest.mark.integration
 def test_console_script_end_to_end() -> None:
     broken = subprocess.run(
         [_himga(), "check", "tests.mutants:ClassLevelList", *FAST],
@@ -216,6 +218,7 @@ def test_console_script_end_to_end() -> None:
     assert fine.returncode == 0, fine.stdout + fine.stderr
 
 
+@pytest.mark.integration
 def test_missing_testing_extra_is_a_clear_error() -> None:
     code = (
         "import sys; sys.modules['hypothesis'] = None\n"  # as if not installed
@@ -233,6 +236,7 @@ def test_missing_testing_extra_is_a_clear_error() -> None:
     assert "Traceback" not in result.stderr
 
 
+@pytest.mark.integration
 def test_python_dash_m_himga_is_the_same_command() -> None:
     result = subprocess.run(
         [sys.executable, "-m", "himga", "check", "tests.mutants:MissingReset"],

@@ -259,6 +259,7 @@ def _is_judging(request: ChatRequest) -> bool:
     return "label an answer" in str(request[-1]["content"])
 
 
+@pytest.mark.integration
 @pytest.mark.skipif(not hasattr(signal, "SIGKILL"), reason="needs SIGKILL")
 def test_kill_9_while_judging_keeps_every_verdict_given_and_asks_none_again(
     reference: _Reference, tmp_path: Path

@@ -246,6 +246,7 @@ print(len(results), len({r.key for r in results}))
 """
 
 
+@pytest.mark.integration
 @pytest.mark.skipif(not hasattr(signal, "SIGKILL"), reason="needs SIGKILL")
 def test_offline_kill_9_mid_sample_keeps_every_retrieval_finished_before_it(
     tmp_path: Path,

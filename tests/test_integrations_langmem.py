@@ -102,6 +102,7 @@ def test_the_manager_states_what_each_memory_derives_from() -> None:
     assert memory.search("hikes", 3) == []
 
 
+@pytest.mark.integration
 def test_the_manager_passes_the_kit_and_himga_check(capsys: pytest.CaptureFixture[str]) -> None:
     with FakeLLMServer(responder=_extract) as server:
         url = server.openai_base_url

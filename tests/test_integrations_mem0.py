@@ -166,6 +166,7 @@ def _locomo(path: Path) -> Path:
     return write_json(path, [{"sample_id": "conv-1", "conversation": conversation, "qa": qa}])
 
 
+@pytest.mark.integration
 def test_eval_with_infer_true_stores_the_fake_llm_s_facts(tmp_path: Path) -> None:
     (tmp_path / "scripted_mem0.py").write_text(_RESPONDER, encoding="utf-8")
     fake_llm = ["fake-llm", "--port", "0", "--responder", "scripted_mem0:facts"]

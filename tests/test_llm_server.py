@@ -53,6 +53,7 @@ def _post(url: str, body: bytes, headers: dict[str, str] | None = None) -> tuple
         return exc.code, json.loads(exc.read())
 
 
+@pytest.mark.integration
 def test_import_needs_no_sdk() -> None:
     code = (
         "import sys, himga.llm; "
@@ -346,6 +347,7 @@ def test_usage_counts_words_on_both_apis(
     assert reply_o.usage.prompt_tokens == reply_a.usage.input_tokens
 
 
+@pytest.mark.integration
 def test_the_old_module_path_still_imports_the_same_server_and_says_it_moved() -> None:
     code = (
         "import warnings\n"

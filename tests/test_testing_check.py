@@ -414,6 +414,7 @@ def test_violations_survive_pickling() -> None:
     assert str(copy) == str(violation)
 
 
+@pytest.mark.integration
 def test_the_kit_without_hypothesis_names_the_extra() -> None:
     code = (
         "import sys; sys.modules['hypothesis'] = None\n"  # as if the extra were not installed
