@@ -1,9 +1,11 @@
 """``himga eval`` a researcher can trust, through the real CLI on the real LoCoMo file.
 
-Every test runs ``python -m himga`` in a subprocess: pre-flight, memory errors
+The tests run ``python -m himga`` in a subprocess: pre-flight, memory errors
 as data, one spec resolution, resume that cannot go stale, ``himga memories``
-and ``--version``, the offline LLM path, and data warnings once. (``compare``
-and ``report`` are in ``test_cli_compare.py``.)
+and ``--version``, the offline LLM path, and data warnings once. What only the
+argument parser or the manifest decides runs in process (``run_cli``): a
+subprocess would prove nothing more. (``compare`` and ``report`` are in
+``test_cli_compare.py``.)
 """
 
 from __future__ import annotations
@@ -22,7 +24,9 @@ from typing import Any
 
 import pytest
 
+from himga._cli import main
 from himga.memory import DenseMemory
+from tests.cli_support import run_cli
 from tests.fake_llm_support import fake_llm_command
 from tests.trust_memories import MARKER
 
@@ -266,24 +270,27 @@ def test_a_hanging_call_times_out_costs_its_sample_and_the_run_goes_on(tmp_path:
 def test_a_memory_timeout_out_of_range_is_a_usage_error(tmp_path: Path, value: str) -> None:
     # It was accepted, and every question failed with "reset raised OverflowError".
     out = tmp_path / "r"
-    run = himga("eval", "--memory-timeout", value, "--limit", "1", "--out", str(out))
-    assert run.returncode == 2, run.stderr
-    last = run.stderr.splitlines()[-1]
+    code, stderr = run_cli(["eval", "--memory-timeout", value, "--limit", "1", "--out", str(out)])
+    assert code == 2, stderr
+    last = stderr.splitlines()[-1]
     assert "--memory-timeout" in last, last
     assert "expected seconds between 0.001 and" in last
     assert "or 'none' for no deadline" in last
-    assert "Traceback" not in run.stderr
+    assert "Traceback" not in stderr
     assert not out.exists()
 
 
-def test_memory_calls_have_a_default_deadline_and_none_disables_it(tmp_path: Path) -> None:
-    help_text = himga("eval", "--help").stdout
-    assert "default: 3600, 'none': no deadline" in " ".join(help_text.split())
-    argv = ["--memory", "keyword", "--limit", "1", "--no-progress"]
-    assert himga("eval", *argv, "--out", str(tmp_path / "a")).returncode == 0
+def test_memory_calls_have_a_default_deadline_and_none_disables_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit):
+        main(["eval", "--help"])
+    assert "default: 3600, 'none': no deadline" in " ".join(capsys.readouterr().out.split())
+    argv = ["eval", "--memory", "keyword", "--limit", "1", "--no-progress", "--no-preflight"]
+    assert run_cli([*argv, "--out", str(tmp_path / "a")])[0] == 0
     assert _json(tmp_path / "a" / "manifest.json")["memory"]["timeout_s"] == 3600
-    run = himga("eval", *argv, "--memory-timeout", "none", "--out", str(tmp_path / "b"))
-    assert run.returncode == 0, run.stderr
+    code, stderr = run_cli([*argv, "--memory-timeout", "none", "--out", str(tmp_path / "b")])
+    assert code == 0, stderr
     assert _json(tmp_path / "b" / "manifest.json")["memory"]["timeout_s"] is None
 
 
