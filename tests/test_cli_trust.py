@@ -83,32 +83,37 @@ def test_preflight_names_contract_reproducer_and_check_command_and_exits_2(
     tmp_path: Path, memory: str, contract: str, shown: str
 ) -> None:
     out = tmp_path / "run"
-    run = himga("eval", "--memory", f"{TRUST}:{memory}", "--out", str(out), "--no-progress")
-    assert run.returncode == 2, run.stderr
-    assert f"pre-flight failed: memory '{TRUST}:{memory}' breaks [{contract}]" in run.stderr
-    assert shown in run.stderr
-    assert f"himga check {TRUST}:{memory}" in run.stderr
-    if "minimal reproducer:" in run.stderr:  # it binds the user's class, as himga check does
-        assert f"from {TRUST} import {memory} as factory" in run.stderr
-        assert "routed" not in run.stderr
-    assert "Traceback" not in run.stderr
+    code, stderr = run_cli(
+        ["eval", "--memory", f"{TRUST}:{memory}", "--out", str(out), "--no-progress"]
+    )
+    assert code == 2, stderr
+    assert f"pre-flight failed: memory '{TRUST}:{memory}' breaks [{contract}]" in stderr
+    assert shown in stderr
+    assert f"himga check {TRUST}:{memory}" in stderr
+    if "minimal reproducer:" in stderr:  # it binds the user's class, as himga check does
+        assert f"from {TRUST} import {memory} as factory" in stderr
+        assert "routed" not in stderr
+    assert "Traceback" not in stderr
     assert not out.exists()  # nothing ingested, nothing written
 
 
-def test_the_preflight_hint_keeps_the_memory_arguments_shell_quoted(tmp_path: Path) -> None:
+def test_the_preflight_hint_keeps_the_memory_arguments_shell_quoted(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     spec = f"{TRUST}:NoneRetrieve"
     argv = ["--memory-arg", "k=3 "]  # a space: quoted for the shell
-    run = himga("eval", "--memory", spec, *argv, "--out", str(tmp_path / "r"))
-    assert run.returncode == 2, run.stderr
+    code, stderr = run_cli(["eval", "--memory", spec, *argv, "--out", str(tmp_path / "r")])
+    assert code == 2, stderr
     hint = f"see every contract: himga check {spec} --memory-arg 'k=3 '  (or skip"
-    assert hint in run.stderr
+    assert hint in stderr
     # The reproducer builds the memory with its arguments, under eval as under check.
     factory = "factory = functools.partial(NoneRetrieve, k=3)"
-    assert factory in run.stderr
-    check = himga("check", spec, "--memory-arg", "k=3 ", "--max-examples", "5")
-    assert check.returncode == 1  # the hint's command runs, and finds the same failure
-    assert "FAIL  retrieve-returns-str" in check.stdout
-    assert factory in check.stdout
+    assert factory in stderr
+    # the hint's command runs, and finds the same failure
+    assert main(["check", spec, "--memory-arg", "k=3 ", "--max-examples", "5"]) == 1
+    checked = capsys.readouterr().out
+    assert "FAIL  retrieve-returns-str" in checked
+    assert factory in checked
 
 
 def test_a_hanging_memory_fails_preflight_under_a_memory_timeout(tmp_path: Path) -> None:
@@ -345,17 +350,17 @@ def test_a_memory_thread_that_never_ends_does_not_keep_himga_running(tmp_path: P
 
 def test_a_limit_that_leaves_question_categories_out_says_so(tmp_path: Path) -> None:
     # LongMemEval is ordered by question type: its first 50 questions are all one type.
-    argv = ["--limit", "50", "--no-progress", "--no-preflight"]
-    run = himga("eval", "--dataset", "longmemeval_oracle", *argv, "--out", str(tmp_path / "a"))
-    assert run.returncode == 0, run.stderr
-    (note,) = [line for line in run.stderr.splitlines() if "question categories" in line]
+    argv = ["eval", "--limit", "50", "--no-progress", "--no-preflight"]
+    code, stderr = run_cli([*argv, "--dataset", "longmemeval_oracle", "--out", str(tmp_path / "a")])
+    assert code == 0, stderr
+    (note,) = [line for line in stderr.splitlines() if "question categories" in line]
     assert note.startswith("himga eval: --limit 50 covers 1 of the ")
     asked = {r["category"] for r in _results(tmp_path / "a")}
     missing = note.split("no question of ")[1].split(" (")[0].split(", ")
     assert asked.isdisjoint(missing)
-    whole = himga("eval", "--limit", "1", "--no-progress", "--out", str(tmp_path / "b"))
-    assert whole.returncode == 0, whole.stderr
-    assert "question categories" not in whole.stderr  # conv-26 has every LoCoMo category
+    code, stderr = run_cli(["eval", "--limit", "1", "--no-progress", "--out", str(tmp_path / "b")])
+    assert code == 0, stderr
+    assert "question categories" not in stderr  # conv-26 has every LoCoMo category
 
 
 # -- one spec resolution, arguments, listing ---------------------------------------------
