@@ -337,6 +337,7 @@ def broken_judge() -> ToyQA:
     return ToyQA(name="toyqa-broken-judge", judge=BrokenJudge())
 
 
+@pytest.mark.slow
 def test_a_plugin_judge_that_raises_fails_its_questions_not_the_run(
     site: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -197,6 +197,7 @@ def _himga() -> str:
     return str(script)
 
 
+@pytest.mark.slow
 @pytest.mark.integration
 def test_console_script_end_to_end() -> None:
     broken = subprocess.run(

@@ -112,6 +112,7 @@ def _check(tmp_path: Path, *argv: str) -> subprocess.CompletedProcess[str]:
     )
 
 
+@pytest.mark.slow
 @pytest.mark.integration
 @pytest.mark.parametrize(
     ("memory", "line"),
@@ -141,6 +142,7 @@ def test_a_memory_that_exits_fails_a_contract(tmp_path: Path, memory: str, line:
     assert "Traceback" not in result.stderr
 
 
+@pytest.mark.slow
 @pytest.mark.integration
 def test_json_output_holds_only_json_whatever_the_memory_prints(tmp_path: Path) -> None:
     result = _check(tmp_path, "exiting_memories:Prints", "--json", *FAST)
@@ -151,6 +153,7 @@ def test_json_output_holds_only_json_whatever_the_memory_prints(tmp_path: Path) 
     assert "the memory's own raw write" in result.stderr
 
 
+@pytest.mark.slow
 @pytest.mark.integration
 def test_json_names_where_a_memory_called_os_exit(tmp_path: Path) -> None:
     argv = ["--json", "--contract", "retrieve-returns-str", *FAST]
@@ -163,6 +166,7 @@ def test_json_names_where_a_memory_called_os_exit(tmp_path: Path) -> None:
     assert failed["raised_at"] == f"exiting_memories.py:{line} in retrieve"
 
 
+@pytest.mark.slow
 @pytest.mark.integration
 def test_a_memory_raising_keyboard_interrupt_is_never_a_pass(tmp_path: Path) -> None:
     result = _check(tmp_path, "exiting_memories:Interrupts", *FAST)
@@ -171,6 +175,7 @@ def test_a_memory_raising_keyboard_interrupt_is_never_a_pass(tmp_path: Path) -> 
     assert "Traceback" not in result.stderr
 
 
+@pytest.mark.slow
 @pytest.mark.integration
 def test_memory_args_reach_the_factory(tmp_path: Path) -> None:
     without = _check(tmp_path, "exiting_memories:NeedsK", *FAST)
@@ -202,6 +207,7 @@ def test_a_file_path_spec_says_the_module_must_be_importable(tmp_path: Path, spe
     assert "importable from the current directory" in line
 
 
+@pytest.mark.slow
 @pytest.mark.integration
 def test_a_hanging_memory_fails_the_contract_under_check_at_its_deadline(tmp_path: Path) -> None:
     # It blocked himga check for ever.
@@ -212,6 +218,7 @@ def test_a_hanging_memory_fails_the_contract_under_check_at_its_deadline(tmp_pat
     assert "Traceback" not in result.stderr
 
 
+@pytest.mark.slow
 @pytest.mark.integration
 def test_check_states_its_default_deadline_and_validates_it(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]

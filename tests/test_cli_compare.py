@@ -43,6 +43,7 @@ def _metrics(run: Path) -> dict[str, Any]:
     return metrics
 
 
+@pytest.mark.slow
 def test_compare_prints_paired_intervals_and_json_matches_the_runs(
     runs: dict[str, Path], tmp_path: Path
 ) -> None:
@@ -78,6 +79,7 @@ def test_compare_prints_paired_intervals_and_json_matches_the_runs(
     assert "| overall (all) | " in markdown.stdout
 
 
+@pytest.mark.slow
 def test_compare_prints_one_leaderboard_of_every_run_from_their_metrics(
     runs: dict[str, Path], tmp_path: Path
 ) -> None:
@@ -154,6 +156,7 @@ def test_compare_refuses_other_question_sets_and_other_datasets(
     assert "manifest.json: missing" in stderr
 
 
+@pytest.mark.slow
 def test_report_writes_table_manifest_prose_and_plot(runs: dict[str, Path]) -> None:
     run = himga("report", str(runs["bm25"]))
     assert run.returncode == 0, run.stderr

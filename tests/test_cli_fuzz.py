@@ -356,6 +356,7 @@ FOUND: dict[str, list[list[str]]] = {
 WEIGHT = {"check": 0.4, "eval": 0.6, "fake-llm": 0.4, "memories": 0.2}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("command", [TOP, *sorted(SUBPARSERS)])
 def test_no_command_line_shows_a_traceback(
     sandbox: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, command: str
@@ -438,6 +439,7 @@ def _damaged(text: str, *, jsonl: bool) -> Iterator[tuple[str, str]]:
             yield f"{key} {what}", (line + "\n" + rest if jsonl else line)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("source", "name"),
     [

@@ -197,6 +197,7 @@ class _Filling:
         self._handle.close()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("stop", ["ctrl-c", "disk full"])
 @TWO_RUNS_EACH
 @given(data=st.data())
@@ -259,6 +260,7 @@ def _is_judging(request: ChatRequest) -> bool:
     return "label an answer" in str(request[-1]["content"])
 
 
+@pytest.mark.slow
 @pytest.mark.integration
 @pytest.mark.skipif(not hasattr(signal, "SIGKILL"), reason="needs SIGKILL")
 def test_kill_9_while_judging_keeps_every_verdict_given_and_asks_none_again(

@@ -285,6 +285,7 @@ def test_a_memory_timeout_out_of_range_is_a_usage_error(tmp_path: Path, value: s
     assert not out.exists()
 
 
+@pytest.mark.slow
 def test_memory_calls_have_a_default_deadline_and_none_disables_it(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -337,6 +338,7 @@ def test_the_first_ctrl_c_stops_a_run_whose_memory_hangs(
     assert len(checkpoint.read_text("utf-8").splitlines()) == 1 + 199  # conv-26, all of it
 
 
+@pytest.mark.slow
 def test_a_memory_thread_that_never_ends_does_not_keep_himga_running(tmp_path: Path) -> None:
     # subprocess.run's timeout fails the test if himga waits for the thread.
     argv = ["--memory", f"{TRUST}:KeepsAThread", "--limit", "1", "--no-progress"]
@@ -348,6 +350,7 @@ def test_a_memory_thread_that_never_ends_does_not_keep_himga_running(tmp_path: P
     assert check.returncode == 0, check.stdout + check.stderr
 
 
+@pytest.mark.slow
 def test_a_limit_that_leaves_question_categories_out_says_so(tmp_path: Path) -> None:
     # LongMemEval is ordered by question type: its first 50 questions are all one type.
     argv = ["eval", "--limit", "50", "--no-progress", "--no-preflight"]
@@ -384,6 +387,7 @@ def _write_local(directory: Path, version: int) -> None:
     (directory / "localmem.py").write_text(source, "utf-8")
 
 
+@pytest.mark.slow
 def test_memory_args_and_current_directory_resolve_for_eval_and_check(tmp_path: Path) -> None:
     _write_local(tmp_path, version=1)
     out = tmp_path / "run"
@@ -451,6 +455,7 @@ def test_memories_lists_registered_names_without_importing_plugins(tmp_path: Pat
 # -- resume that cannot go stale ---------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_a_changed_memory_source_refuses_to_resume_until_fresh(tmp_path: Path) -> None:
     _write_local(tmp_path, version=1)
     out = tmp_path / "run"
@@ -495,6 +500,7 @@ def _clone(directory: Path) -> Path:
     return directory
 
 
+@pytest.mark.slow
 def test_identical_code_at_two_paths_merges_and_a_moved_run_resumes(tmp_path: Path) -> None:
     # Issue 34 (3): the source hash named each file's absolute path, so two clones of
     # one memory at different paths were two run identities.
@@ -528,6 +534,7 @@ def test_identical_code_at_two_paths_merges_and_a_moved_run_resumes(tmp_path: Pa
 # -- the LLM path, offline ---------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_fake_llm_serves_the_llm_path_without_echoed_verdicts(tmp_path: Path) -> None:
     with fake_llm_command() as server:
         assert server.base_url.startswith("http://127.0.0.1:")

@@ -149,6 +149,7 @@ def test_merged_shards_sum_their_costs(tmp_path: Path, monkeypatch: pytest.Monke
     ]
 
 
+@pytest.mark.slow
 def test_every_phase_of_the_memory_is_counted_preflight_included(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

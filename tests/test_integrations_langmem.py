@@ -22,6 +22,7 @@ from tests.integration_support import LOCOMO, SESSION, TURNS
 pytestmark = pytest.mark.usefixtures("loopback_only")
 
 
+@pytest.mark.slow
 def test_langmem_passes_the_kit_with_hash_embeddings() -> None:
     check_memory(lambda: LangMemMemory(embedder="hash"), max_examples=25)
 
@@ -102,6 +103,7 @@ def test_the_manager_states_what_each_memory_derives_from() -> None:
     assert memory.search("hikes", 3) == []
 
 
+@pytest.mark.slow
 @pytest.mark.integration
 def test_the_manager_passes_the_kit_and_himga_check(capsys: pytest.CaptureFixture[str]) -> None:
     with FakeLLMServer(responder=_extract) as server:

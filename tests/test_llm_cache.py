@@ -249,6 +249,7 @@ def test_a_writer_killed_mid_writes_leaves_every_committed_entry(tmp_path: Path)
     assert cache.get("key-7") == Completion("x" * 7, 7, 7, "m")
 
 
+@pytest.mark.slow
 def test_eval_llm_cache_makes_a_second_run_cost_no_calls(
     shared_datasets: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

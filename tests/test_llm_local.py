@@ -199,6 +199,7 @@ def test_the_runtime_settings_read_from_the_environment_are_all_withheld() -> No
     assert fields <= _local_server.SERVER_SETTINGS_ENV
 
 
+@pytest.mark.slow
 @pytest.mark.integration
 @linux_only
 @pytest.mark.usefixtures("servers")
@@ -216,6 +217,7 @@ def test_a_corrupt_gguf_fails_with_the_servers_last_words_and_leaves_nothing(
     assert _servers_of(corrupt) == []
 
 
+@pytest.mark.slow
 @pytest.mark.integration
 @linux_only
 @pytest.mark.usefixtures("servers")
@@ -232,6 +234,7 @@ def test_clients_of_one_file_share_one_server(model: Path) -> None:
     assert _servers_of(model) == []
 
 
+@pytest.mark.slow
 @pytest.mark.integration
 @linux_only
 @pytest.mark.parametrize(
@@ -268,6 +271,7 @@ def test_no_server_outlives_himga(tmp_path: Path, model: Path, stop: signal.Sign
         child.communicate()
 
 
+@pytest.mark.slow
 @pytest.mark.integration
 @linux_only
 @pytest.mark.usefixtures("servers")

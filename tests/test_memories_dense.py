@@ -29,6 +29,7 @@ class TestHybridMemoryContract(MemoryContract):
     factory = functools.partial(HybridMemory, embedder=HASH)
 
 
+@pytest.mark.slow
 def test_configured_memories_pass_the_kit() -> None:
     examples = settings().max_examples
     check_memory(functools.partial(DenseMemory, 1, embedder=HASH), max_examples=examples)

@@ -169,6 +169,7 @@ def test_report_and_compare_outputs_are_what_their_names_say(tmp_path: Path) -> 
     assert "0.988" not in honest
 
 
+@pytest.mark.slow
 @pytest.mark.integration
 def test_paths_no_file_system_holds_and_names_not_in_utf8_are_one_line(tmp_path: Path) -> None:
     # Issue 34 (24): a 300-character path component was an OSError traceback (File name
