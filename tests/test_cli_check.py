@@ -30,6 +30,7 @@ def _verdicts(output: str) -> dict[str, str]:
     return verdicts
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(BROKEN))
 def test_each_broken_memory_fails_its_contract(
     name: str, capsys: pytest.CaptureFixture[str]
@@ -44,6 +45,7 @@ def test_each_broken_memory_fails_its_contract(
         assert "      m1 = factory()" in out  # the reproducer follows the FAIL line
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "name", ["MissingReset", "CrashesOnBlankQuery", "ResetOnlyHides", "SearchIndexSurvivesReset"]
 )
@@ -72,6 +74,7 @@ def test_legal_memories_pass(name: str, capsys: pytest.CaptureFixture[str]) -> N
     assert verdicts["search-returns-hits"] == ("pass" if searchable else "n/a")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(BROKEN_IF_DETERMINISTIC))
 def test_deterministic_flag_demands_determinism(
     name: str, capsys: pytest.CaptureFixture[str]
@@ -85,6 +88,7 @@ def test_deterministic_flag_demands_determinism(
     assert _verdicts(out)[contract_id] == "FAIL", out
 
 
+@pytest.mark.slow
 def test_json_gives_one_object_per_contract(capsys: pytest.CaptureFixture[str]) -> None:
     code = main(["check", "tests.mutants:CrashesOnBlankQuery", *FAST, "--json"])
     assert code == 1
@@ -111,6 +115,7 @@ def test_contract_selects_contracts(capsys: pytest.CaptureFixture[str]) -> None:
     assert "unknown contract id 'reset'" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_seed_makes_the_run_repeatable(capsys: pytest.CaptureFixture[str]) -> None:
     argv = ["check", "tests.mutants:ResetKeepsLast", "--max-examples", "25", "--seed", "11"]
     outputs = []
@@ -147,6 +152,7 @@ def test_a_closed_stdout_exits_quietly() -> None:
     assert stderr == ""
 
 
+@pytest.mark.slow
 def test_registered_name_is_accepted(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["check", "null", *FAST]) == 0
     assert "pass  instance-isolation" in capsys.readouterr().out

@@ -478,6 +478,7 @@ def test_every_damaged_run_file_is_a_one_line_error_in_report_compare_and_merge(
                     assert len(stderr.strip().splitlines()) == 1, (damage, stderr)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "argv",
     [

@@ -371,6 +371,7 @@ def test_leading_entries_of_a_cut_object_are_whole_entries_of_it(
     assert list(kept) == list(entries)[: len(kept)]
 
 
+@pytest.mark.slow
 def test_a_full_disk_under_the_llm_cache_fails_calls_not_the_run(
     reference: _Reference, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -197,6 +197,8 @@ def _child(path: Path, delay: float) -> subprocess.Popen[str]:
     )
 
 
+@pytest.mark.slow
+@pytest.mark.integration
 @pytest.mark.skipif(not hasattr(signal, "SIGKILL"), reason="needs SIGKILL")
 def test_kill_9_mid_run_then_resume_loses_and_duplicates_nothing(tmp_path: Path) -> None:
     path = tmp_path / "run.jsonl"

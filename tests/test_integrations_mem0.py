@@ -37,6 +37,7 @@ def test_mem0_passes_the_kit_with_hash_embeddings() -> None:
     check_memory(lambda: Mem0Memory(embedder="hash"), max_examples=15)
 
 
+@pytest.mark.slow
 def test_registered_and_searchable() -> None:
     assert load_memory("mem0") is Mem0Memory
     memory = Mem0Memory(embedder="hash")

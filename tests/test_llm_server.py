@@ -321,6 +321,7 @@ def test_lifecycle_errors() -> None:
 _text = st.text(alphabet=st.characters(exclude_categories=["Cs"]), min_size=0, max_size=40)
 
 
+@pytest.mark.slow
 @given(system=_text, turns=st.lists(_text, min_size=1, max_size=4))
 def test_usage_counts_words_on_both_apis(
     shared_server: FakeLLMServer, system: str, turns: list[str]

