@@ -125,6 +125,7 @@ def test_seed_makes_the_run_repeatable(capsys: pytest.CaptureFixture[str]) -> No
     assert outputs[0] == outputs[1]
 
 
+@pytest.mark.slow
 def test_the_crash_site_in_the_plugin_is_shown(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["check", "tests.mutants:CrashesOnBlankQuery", *FAST]) == 1
     fail = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("FAIL"))

@@ -81,6 +81,7 @@ def _extract_then_merge(request: ChatRequest) -> Reply:
     return _extract(request)
 
 
+@pytest.mark.slow
 def test_the_manager_states_what_each_memory_derives_from() -> None:
     with FakeLLMServer(responder=_extract_then_merge) as server:
         memory = LangMemMemory(manager=True, embedder="hash", llm_base_url=server.openai_base_url)
