@@ -32,6 +32,19 @@ settings.load_profile(
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 SHARED_DATASETS = PROJECT_ROOT.parent / "shared" / "datasets"
 
+#: Fixtures that reach ../shared, a browser, node or runs made by subprocesses: a test
+#: using one, directly or through another fixture, is ``integration`` wherever it is.
+INTEGRATION_FIXTURES = frozenset(
+    {"shared_datasets", "shared_tier", "chromium", "mcp_node", "view_runs"}
+)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Marks ``integration`` the tests whose fixtures are in :data:`INTEGRATION_FIXTURES`."""
+    for item in items:
+        if isinstance(item, pytest.Function) and INTEGRATION_FIXTURES & set(item.fixturenames):
+            item.add_marker(pytest.mark.integration)
+
 
 @pytest.fixture(scope="session")
 def view_runs(tmp_path_factory: pytest.TempPathFactory) -> Path:

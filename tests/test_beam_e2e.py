@@ -81,6 +81,7 @@ def test_offline_recall_through_the_generic_path(
         assert (recall is None) == (category == "abstention"), (category, recall)
 
 
+@pytest.mark.slow
 def test_answered_and_judged_by_the_fake_llm(
     data_dir: Path, llm_server: FakeLLMServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:

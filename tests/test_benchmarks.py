@@ -44,6 +44,7 @@ def _responder(messages: list[ChatMessage]) -> str:
     return "Paris" if "fly" in prompt else "I do not know"
 
 
+@pytest.mark.slow
 def test_an_entry_point_benchmark_runs_through_eval_and_report(
     site: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -43,6 +43,7 @@ def _responder(messages: list[ChatMessage]) -> str:
     return remembered[0] if remembered else "Not mentioned in the conversation"
 
 
+@pytest.mark.slow
 def test_answer_and_cognitive_judge_end_to_end(
     shared_plus: Path,  # noqa: F811
     monkeypatch: pytest.MonkeyPatch,

@@ -243,6 +243,7 @@ def test_eval_of_a_plugin_whose_load_exits_is_one_line_naming_it(
     assert "memory" not in err[0]
 
 
+@pytest.mark.integration
 def test_version_loads_no_plugin(site: Path, tmp_path: Path) -> None:
     marker = tmp_path / "imported"
     module = f"open({str(marker)!r}, 'w').close()\nimport time\ntime.sleep(60)\n"
@@ -336,6 +337,7 @@ def broken_judge() -> ToyQA:
     return ToyQA(name="toyqa-broken-judge", judge=BrokenJudge())
 
 
+@pytest.mark.slow
 def test_a_plugin_judge_that_raises_fails_its_questions_not_the_run(
     site: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -30,6 +30,7 @@ def _verdicts(output: str) -> dict[str, str]:
     return verdicts
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(BROKEN))
 def test_each_broken_memory_fails_its_contract(
     name: str, capsys: pytest.CaptureFixture[str]
@@ -44,6 +45,7 @@ def test_each_broken_memory_fails_its_contract(
         assert "      m1 = factory()" in out  # the reproducer follows the FAIL line
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "name", ["MissingReset", "CrashesOnBlankQuery", "ResetOnlyHides", "SearchIndexSurvivesReset"]
 )
@@ -72,6 +74,7 @@ def test_legal_memories_pass(name: str, capsys: pytest.CaptureFixture[str]) -> N
     assert verdicts["search-returns-hits"] == ("pass" if searchable else "n/a")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(BROKEN_IF_DETERMINISTIC))
 def test_deterministic_flag_demands_determinism(
     name: str, capsys: pytest.CaptureFixture[str]
@@ -85,6 +88,7 @@ def test_deterministic_flag_demands_determinism(
     assert _verdicts(out)[contract_id] == "FAIL", out
 
 
+@pytest.mark.slow
 def test_json_gives_one_object_per_contract(capsys: pytest.CaptureFixture[str]) -> None:
     code = main(["check", "tests.mutants:CrashesOnBlankQuery", *FAST, "--json"])
     assert code == 1
@@ -111,6 +115,7 @@ def test_contract_selects_contracts(capsys: pytest.CaptureFixture[str]) -> None:
     assert "unknown contract id 'reset'" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_seed_makes_the_run_repeatable(capsys: pytest.CaptureFixture[str]) -> None:
     argv = ["check", "tests.mutants:ResetKeepsLast", "--max-examples", "25", "--seed", "11"]
     outputs = []
@@ -120,6 +125,7 @@ def test_seed_makes_the_run_repeatable(capsys: pytest.CaptureFixture[str]) -> No
     assert outputs[0] == outputs[1]
 
 
+@pytest.mark.slow
 def test_the_crash_site_in_the_plugin_is_shown(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["check", "tests.mutants:CrashesOnBlankQuery", *FAST]) == 1
     fail = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("FAIL"))
@@ -127,6 +133,7 @@ def test_the_crash_site_in_the_plugin_is_shown(capsys: pytest.CaptureFixture[str
     assert "in retrieve)" in fail
 
 
+@pytest.mark.integration
 def test_a_closed_stdout_exits_quietly() -> None:
     # `himga check X | head -1`: the reader closes the pipe after the first line.
     process = subprocess.Popen(
@@ -146,6 +153,7 @@ def test_a_closed_stdout_exits_quietly() -> None:
     assert stderr == ""
 
 
+@pytest.mark.slow
 def test_registered_name_is_accepted(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["check", "null", *FAST]) == 0
     assert "pass  instance-isolation" in capsys.readouterr().out
@@ -196,6 +204,8 @@ def _himga() -> str:
     return str(script)
 
 
+@pytest.mark.slow
+@pytest.mark.integration
 def test_console_script_end_to_end() -> None:
     broken = subprocess.run(
         [_himga(), "check", "tests.mutants:ClassLevelList", *FAST],
@@ -216,6 +226,7 @@ def test_console_script_end_to_end() -> None:
     assert fine.returncode == 0, fine.stdout + fine.stderr
 
 
+@pytest.mark.integration
 def test_missing_testing_extra_is_a_clear_error() -> None:
     code = (
         "import sys; sys.modules['hypothesis'] = None\n"  # as if not installed
@@ -233,6 +244,7 @@ def test_missing_testing_extra_is_a_clear_error() -> None:
     assert "Traceback" not in result.stderr
 
 
+@pytest.mark.integration
 def test_python_dash_m_himga_is_the_same_command() -> None:
     result = subprocess.run(
         [sys.executable, "-m", "himga", "check", "tests.mutants:MissingReset"],

@@ -1,4 +1,8 @@
-"""``himga check`` never passes a memory that exits, takes --memory-arg, explains bad specs."""
+"""``himga check`` never passes a memory that exits, takes --memory-arg, explains bad specs.
+
+A memory is checked in a ``python -m himga check`` subprocess (one that exits must not end
+pytest); what the argument parser refuses before any memory is imported runs in process.
+"""
 
 from __future__ import annotations
 
@@ -9,7 +13,9 @@ from pathlib import Path
 
 import pytest
 
+from himga._cli import main
 from himga._cli._check import INTERRUPTED
+from tests.cli_support import cwd, run_cli
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 FAST = ["--max-examples", "5", "--derandomize"]
@@ -106,6 +112,8 @@ def _check(tmp_path: Path, *argv: str) -> subprocess.CompletedProcess[str]:
     )
 
 
+@pytest.mark.slow
+@pytest.mark.integration
 @pytest.mark.parametrize(
     ("memory", "line"),
     [
@@ -134,6 +142,8 @@ def test_a_memory_that_exits_fails_a_contract(tmp_path: Path, memory: str, line:
     assert "Traceback" not in result.stderr
 
 
+@pytest.mark.slow
+@pytest.mark.integration
 def test_json_output_holds_only_json_whatever_the_memory_prints(tmp_path: Path) -> None:
     result = _check(tmp_path, "exiting_memories:Prints", "--json", *FAST)
     assert result.returncode == 0, result.stdout + result.stderr
@@ -143,6 +153,8 @@ def test_json_output_holds_only_json_whatever_the_memory_prints(tmp_path: Path) 
     assert "the memory's own raw write" in result.stderr
 
 
+@pytest.mark.slow
+@pytest.mark.integration
 def test_json_names_where_a_memory_called_os_exit(tmp_path: Path) -> None:
     argv = ["--json", "--contract", "retrieve-returns-str", *FAST]
     result = _check(tmp_path, "exiting_memories:OsExitsZeroInRetrieve", *argv)
@@ -154,6 +166,8 @@ def test_json_names_where_a_memory_called_os_exit(tmp_path: Path) -> None:
     assert failed["raised_at"] == f"exiting_memories.py:{line} in retrieve"
 
 
+@pytest.mark.slow
+@pytest.mark.integration
 def test_a_memory_raising_keyboard_interrupt_is_never_a_pass(tmp_path: Path) -> None:
     result = _check(tmp_path, "exiting_memories:Interrupts", *FAST)
     assert result.returncode == INTERRUPTED
@@ -161,6 +175,8 @@ def test_a_memory_raising_keyboard_interrupt_is_never_a_pass(tmp_path: Path) -> 
     assert "Traceback" not in result.stderr
 
 
+@pytest.mark.slow
+@pytest.mark.integration
 def test_memory_args_reach_the_factory(tmp_path: Path) -> None:
     without = _check(tmp_path, "exiting_memories:NeedsK", *FAST)
     assert without.returncode == 1  # k is required: protocol-shape fails on the factory
@@ -174,22 +190,25 @@ def test_memory_args_reach_the_factory(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     "argv", [["--memory-arg", "k"], ["--memory-arg", "k=1", "--memory-arg", "k=2"]]
 )
-def test_a_malformed_memory_arg_is_a_one_line_error(tmp_path: Path, argv: list[str]) -> None:
-    result = _check(tmp_path, "exiting_memories:Base", *argv, *FAST)
-    assert result.returncode == 2
-    (line,) = result.stderr.splitlines()
+def test_a_malformed_memory_arg_is_a_one_line_error(argv: list[str]) -> None:
+    code, stderr = run_cli(["check", "exiting_memories:Base", *argv, *FAST])
+    assert code == 2
+    (line,) = stderr.splitlines()
     assert line.startswith("himga check: error: memory argument")
 
 
 @pytest.mark.parametrize("spec", ["../../x:y", "dir/mod.py:Memory", "./mod:M"])
 def test_a_file_path_spec_says_the_module_must_be_importable(tmp_path: Path, spec: str) -> None:
-    result = _check(tmp_path, spec)
-    assert result.returncode == 2
-    (line,) = result.stderr.splitlines()
+    with cwd(tmp_path):
+        code, stderr = run_cli(["check", spec])
+    assert code == 2
+    (line,) = stderr.splitlines()
     assert "is not a module name" in line
     assert "importable from the current directory" in line
 
 
+@pytest.mark.slow
+@pytest.mark.integration
 def test_a_hanging_memory_fails_the_contract_under_check_at_its_deadline(tmp_path: Path) -> None:
     # It blocked himga check for ever.
     result = _check(tmp_path, "exiting_memories:Hangs", "--memory-timeout", "0.2", *FAST)
@@ -199,17 +218,24 @@ def test_a_hanging_memory_fails_the_contract_under_check_at_its_deadline(tmp_pat
     assert "Traceback" not in result.stderr
 
 
-def test_check_states_its_default_deadline_and_validates_it(tmp_path: Path) -> None:
-    help_text = " ".join(_check(tmp_path, "--help").stdout.split())
+@pytest.mark.slow
+@pytest.mark.integration
+def test_check_states_its_default_deadline_and_validates_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit):
+        main(["check", "--help"])
+    help_text = " ".join(capsys.readouterr().out.split())
     assert "(per call; default: 120, 'none': no deadline)" in help_text
     for value in ("inf", "nan", "-3", "1e-9"):
-        result = _check(tmp_path, "exiting_memories:Base", "--memory-timeout", value)
-        assert result.returncode == 2
-        assert "expected seconds between" in result.stderr.splitlines()[-1]
+        code, stderr = run_cli(["check", "exiting_memories:Base", "--memory-timeout", value])
+        assert code == 2
+        assert "expected seconds between" in stderr.splitlines()[-1]
     fine = _check(tmp_path, "exiting_memories:Base", "--memory-timeout", "none", *FAST)
     assert fine.returncode == 0, fine.stdout + fine.stderr
 
 
+@pytest.mark.integration
 def test_a_module_outside_the_current_directory_says_where_it_must_be(tmp_path: Path) -> None:
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()

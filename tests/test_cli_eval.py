@@ -76,6 +76,7 @@ _responder = keyword_responder(
 )
 
 
+@pytest.mark.slow
 def test_llm_run_answers_judges_resumes_and_never_writes_the_key(
     data_dir: Path,
     tmp_path: Path,
@@ -163,6 +164,7 @@ def test_missing_api_key_is_reported_before_any_work(
     assert not out.exists()
 
 
+@pytest.mark.slow
 def test_dataset_repairs_are_one_summary_line(
     data_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -175,6 +177,7 @@ def test_dataset_repairs_are_one_summary_line(
     assert "qa_pairs = " not in err  # no source line echoed
 
 
+@pytest.mark.slow
 def test_failed_calls_are_reported_and_retried_by_a_rerun(
     data_dir: Path,
     tmp_path: Path,

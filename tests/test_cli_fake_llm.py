@@ -41,6 +41,7 @@ def test_the_library_refuses_the_port_before_binding() -> None:
         FakeLLMServer(port=70000)
 
 
+@pytest.mark.integration
 def test_a_responder_module_answers_in_place_of_the_offline_one(tmp_path: Path) -> None:
     (tmp_path / "scripted_llm.py").write_text(
         "import json\n"

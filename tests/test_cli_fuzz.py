@@ -358,6 +358,7 @@ FOUND: dict[str, list[list[str]]] = {
 WEIGHT = {"check": 0.4, "eval": 0.6, "fake-llm": 0.4, "memories": 0.2}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("command", [TOP, *sorted(SUBPARSERS)])
 def test_no_command_line_shows_a_traceback(
     sandbox: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, command: str
@@ -440,6 +441,7 @@ def _damaged(text: str, *, jsonl: bool) -> Iterator[tuple[str, str]]:
             yield f"{key} {what}", (line + "\n" + rest if jsonl else line)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("source", "name"),
     [
@@ -478,6 +480,7 @@ def test_every_damaged_run_file_is_a_one_line_error_in_report_compare_and_merge(
                     assert len(stderr.strip().splitlines()) == 1, (damage, stderr)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "argv",
     [

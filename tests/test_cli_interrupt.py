@@ -198,6 +198,7 @@ class _Filling:
         self._handle.close()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("stop", ["ctrl-c", "disk full"])
 @TWO_RUNS_EACH
 @given(data=st.data())
@@ -272,6 +273,8 @@ def _is_judging(request: ChatRequest) -> bool:
     return "label an answer" in str(request[-1]["content"])
 
 
+@pytest.mark.slow
+@pytest.mark.integration
 @pytest.mark.skipif(not hasattr(signal, "SIGKILL"), reason="needs SIGKILL")
 def test_kill_9_while_judging_keeps_every_verdict_given_and_asks_none_again(
     reference: _Reference, tmp_path: Path
@@ -377,6 +380,7 @@ def test_leading_entries_of_a_cut_object_are_whole_entries_of_it(
     assert list(kept) == list(entries)[: len(kept)]
 
 
+@pytest.mark.slow
 def test_a_full_disk_under_the_llm_cache_fails_calls_not_the_run(
     reference: _Reference, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

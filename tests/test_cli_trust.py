@@ -1,9 +1,11 @@
 """``himga eval`` a researcher can trust, through the real CLI on the real LoCoMo file.
 
-Every test runs ``python -m himga`` in a subprocess: pre-flight, memory errors
+The tests run ``python -m himga`` in a subprocess: pre-flight, memory errors
 as data, one spec resolution, resume that cannot go stale, ``himga memories``
-and ``--version``, the offline LLM path, and data warnings once. (``compare``
-and ``report`` are in ``test_cli_compare.py``.)
+and ``--version``, the offline LLM path, and data warnings once. What only the
+argument parser or the manifest decides runs in process (``run_cli``): a
+subprocess would prove nothing more. (``compare`` and ``report`` are in
+``test_cli_compare.py``.)
 """
 
 from __future__ import annotations
@@ -22,7 +24,9 @@ from typing import Any
 
 import pytest
 
+from himga._cli import main
 from himga.memory import DenseMemory
+from tests.cli_support import run_cli
 from tests.fake_llm_support import fake_llm_command
 from tests.trust_memories import MARKER
 
@@ -79,32 +83,37 @@ def test_preflight_names_contract_reproducer_and_check_command_and_exits_2(
     tmp_path: Path, memory: str, contract: str, shown: str
 ) -> None:
     out = tmp_path / "run"
-    run = himga("eval", "--memory", f"{TRUST}:{memory}", "--out", str(out), "--no-progress")
-    assert run.returncode == 2, run.stderr
-    assert f"pre-flight failed: memory '{TRUST}:{memory}' breaks [{contract}]" in run.stderr
-    assert shown in run.stderr
-    assert f"himga check {TRUST}:{memory}" in run.stderr
-    if "minimal reproducer:" in run.stderr:  # it binds the user's class, as himga check does
-        assert f"from {TRUST} import {memory} as factory" in run.stderr
-        assert "routed" not in run.stderr
-    assert "Traceback" not in run.stderr
+    code, stderr = run_cli(
+        ["eval", "--memory", f"{TRUST}:{memory}", "--out", str(out), "--no-progress"]
+    )
+    assert code == 2, stderr
+    assert f"pre-flight failed: memory '{TRUST}:{memory}' breaks [{contract}]" in stderr
+    assert shown in stderr
+    assert f"himga check {TRUST}:{memory}" in stderr
+    if "minimal reproducer:" in stderr:  # it binds the user's class, as himga check does
+        assert f"from {TRUST} import {memory} as factory" in stderr
+        assert "routed" not in stderr
+    assert "Traceback" not in stderr
     assert not out.exists()  # nothing ingested, nothing written
 
 
-def test_the_preflight_hint_keeps_the_memory_arguments_shell_quoted(tmp_path: Path) -> None:
+def test_the_preflight_hint_keeps_the_memory_arguments_shell_quoted(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     spec = f"{TRUST}:NoneRetrieve"
     argv = ["--memory-arg", "k=3 "]  # a space: quoted for the shell
-    run = himga("eval", "--memory", spec, *argv, "--out", str(tmp_path / "r"))
-    assert run.returncode == 2, run.stderr
+    code, stderr = run_cli(["eval", "--memory", spec, *argv, "--out", str(tmp_path / "r")])
+    assert code == 2, stderr
     hint = f"see every contract: himga check {spec} --memory-arg 'k=3 '  (or skip"
-    assert hint in run.stderr
+    assert hint in stderr
     # The reproducer builds the memory with its arguments, under eval as under check.
     factory = "factory = functools.partial(NoneRetrieve, k=3)"
-    assert factory in run.stderr
-    check = himga("check", spec, "--memory-arg", "k=3 ", "--max-examples", "5")
-    assert check.returncode == 1  # the hint's command runs, and finds the same failure
-    assert "FAIL  retrieve-returns-str" in check.stdout
-    assert factory in check.stdout
+    assert factory in stderr
+    # the hint's command runs, and finds the same failure
+    assert main(["check", spec, "--memory-arg", "k=3 ", "--max-examples", "5"]) == 1
+    checked = capsys.readouterr().out
+    assert "FAIL  retrieve-returns-str" in checked
+    assert factory in checked
 
 
 def test_a_hanging_memory_fails_preflight_under_a_memory_timeout(tmp_path: Path) -> None:
@@ -266,24 +275,28 @@ def test_a_hanging_call_times_out_costs_its_sample_and_the_run_goes_on(tmp_path:
 def test_a_memory_timeout_out_of_range_is_a_usage_error(tmp_path: Path, value: str) -> None:
     # It was accepted, and every question failed with "reset raised OverflowError".
     out = tmp_path / "r"
-    run = himga("eval", "--memory-timeout", value, "--limit", "1", "--out", str(out))
-    assert run.returncode == 2, run.stderr
-    last = run.stderr.splitlines()[-1]
+    code, stderr = run_cli(["eval", "--memory-timeout", value, "--limit", "1", "--out", str(out)])
+    assert code == 2, stderr
+    last = stderr.splitlines()[-1]
     assert "--memory-timeout" in last, last
     assert "expected seconds between 0.001 and" in last
     assert "or 'none' for no deadline" in last
-    assert "Traceback" not in run.stderr
+    assert "Traceback" not in stderr
     assert not out.exists()
 
 
-def test_memory_calls_have_a_default_deadline_and_none_disables_it(tmp_path: Path) -> None:
-    help_text = himga("eval", "--help").stdout
-    assert "default: 3600, 'none': no deadline" in " ".join(help_text.split())
-    argv = ["--memory", "keyword", "--limit", "1", "--no-progress"]
-    assert himga("eval", *argv, "--out", str(tmp_path / "a")).returncode == 0
+@pytest.mark.slow
+def test_memory_calls_have_a_default_deadline_and_none_disables_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit):
+        main(["eval", "--help"])
+    assert "default: 3600, 'none': no deadline" in " ".join(capsys.readouterr().out.split())
+    argv = ["eval", "--memory", "keyword", "--limit", "1", "--no-progress", "--no-preflight"]
+    assert run_cli([*argv, "--out", str(tmp_path / "a")])[0] == 0
     assert _json(tmp_path / "a" / "manifest.json")["memory"]["timeout_s"] == 3600
-    run = himga("eval", *argv, "--memory-timeout", "none", "--out", str(tmp_path / "b"))
-    assert run.returncode == 0, run.stderr
+    code, stderr = run_cli([*argv, "--memory-timeout", "none", "--out", str(tmp_path / "b")])
+    assert code == 0, stderr
     assert _json(tmp_path / "b" / "manifest.json")["memory"]["timeout_s"] is None
 
 
@@ -325,6 +338,7 @@ def test_the_first_ctrl_c_stops_a_run_whose_memory_hangs(
     assert len(checkpoint.read_text("utf-8").splitlines()) == 1 + 199  # conv-26, all of it
 
 
+@pytest.mark.slow
 def test_a_memory_thread_that_never_ends_does_not_keep_himga_running(tmp_path: Path) -> None:
     # subprocess.run's timeout fails the test if himga waits for the thread.
     argv = ["--memory", f"{TRUST}:KeepsAThread", "--limit", "1", "--no-progress"]
@@ -336,19 +350,20 @@ def test_a_memory_thread_that_never_ends_does_not_keep_himga_running(tmp_path: P
     assert check.returncode == 0, check.stdout + check.stderr
 
 
+@pytest.mark.slow
 def test_a_limit_that_leaves_question_categories_out_says_so(tmp_path: Path) -> None:
     # LongMemEval is ordered by question type: its first 50 questions are all one type.
-    argv = ["--limit", "50", "--no-progress", "--no-preflight"]
-    run = himga("eval", "--dataset", "longmemeval_oracle", *argv, "--out", str(tmp_path / "a"))
-    assert run.returncode == 0, run.stderr
-    (note,) = [line for line in run.stderr.splitlines() if "question categories" in line]
+    argv = ["eval", "--limit", "50", "--no-progress", "--no-preflight"]
+    code, stderr = run_cli([*argv, "--dataset", "longmemeval_oracle", "--out", str(tmp_path / "a")])
+    assert code == 0, stderr
+    (note,) = [line for line in stderr.splitlines() if "question categories" in line]
     assert note.startswith("himga eval: --limit 50 covers 1 of the ")
     asked = {r["category"] for r in _results(tmp_path / "a")}
     missing = note.split("no question of ")[1].split(" (")[0].split(", ")
     assert asked.isdisjoint(missing)
-    whole = himga("eval", "--limit", "1", "--no-progress", "--out", str(tmp_path / "b"))
-    assert whole.returncode == 0, whole.stderr
-    assert "question categories" not in whole.stderr  # conv-26 has every LoCoMo category
+    code, stderr = run_cli(["eval", "--limit", "1", "--no-progress", "--out", str(tmp_path / "b")])
+    assert code == 0, stderr
+    assert "question categories" not in stderr  # conv-26 has every LoCoMo category
 
 
 # -- one spec resolution, arguments, listing ---------------------------------------------
@@ -372,6 +387,7 @@ def _write_local(directory: Path, version: int) -> None:
     (directory / "localmem.py").write_text(source, "utf-8")
 
 
+@pytest.mark.slow
 def test_memory_args_and_current_directory_resolve_for_eval_and_check(tmp_path: Path) -> None:
     _write_local(tmp_path, version=1)
     out = tmp_path / "run"
@@ -439,6 +455,7 @@ def test_memories_lists_registered_names_without_importing_plugins(tmp_path: Pat
 # -- resume that cannot go stale ---------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_a_changed_memory_source_refuses_to_resume_until_fresh(tmp_path: Path) -> None:
     _write_local(tmp_path, version=1)
     out = tmp_path / "run"
@@ -483,6 +500,7 @@ def _clone(directory: Path) -> Path:
     return directory
 
 
+@pytest.mark.slow
 def test_identical_code_at_two_paths_merges_and_a_moved_run_resumes(tmp_path: Path) -> None:
     # Issue 34 (3): the source hash named each file's absolute path, so two clones of
     # one memory at different paths were two run identities.
@@ -516,6 +534,7 @@ def test_identical_code_at_two_paths_merges_and_a_moved_run_resumes(tmp_path: Pa
 # -- the LLM path, offline ---------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_fake_llm_serves_the_llm_path_without_echoed_verdicts(tmp_path: Path) -> None:
     with fake_llm_command() as server:
         assert server.base_url.startswith("http://127.0.0.1:")

@@ -79,7 +79,7 @@ def _start(path: Path, request: pytest.FixtureRequest, tmp: pytest.TempPathFacto
         directory=tmp.mktemp(f"docs-{path.stem}"),
         environment=environment,
     )
-    if _NEEDS_DATA.search(text):
+    if _needs_data(path):
         data: Path = request.getfixturevalue("shared_datasets")
         environment["HIMGA_DATA_DIR"] = str(data)
     if _NEEDS_LLM.search(text):
@@ -100,7 +100,20 @@ def _execute(block: Block, run: _FileRun) -> None:
     exec(code, run.namespace)
 
 
-@pytest.mark.parametrize("block", BLOCKS, ids=[block.name for block in BLOCKS])
+def _needs_data(path: Path) -> bool:
+    return bool(_NEEDS_DATA.search(path.read_text(encoding="utf-8")))
+
+
+#: Each block, ``integration`` when its file reads the shared datasets.
+PARAMS = [
+    pytest.param(
+        block, id=block.name, marks=[pytest.mark.integration] if _needs_data(block.path) else []
+    )
+    for block in BLOCKS
+]
+
+
+@pytest.mark.parametrize("block", PARAMS)
 def test_example_runs(
     block: Block,
     doc_runs: dict[Path, _FileRun],

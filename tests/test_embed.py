@@ -152,6 +152,8 @@ def _fill(path: str, start: int) -> None:
         cached.embed([f"text {j}" for j in range(i, i + 10)])
 
 
+@pytest.mark.slow
+@pytest.mark.integration
 def test_cache_is_safe_for_concurrent_processes(tmp_path: Path) -> None:
     path = str(tmp_path / "cache.sqlite3")
     context = multiprocessing.get_context("spawn")

@@ -16,6 +16,7 @@ from himga.eval._ranking import RANK_KS
 from tests.test_eval_support import make_result
 
 
+@pytest.mark.slow
 def test_an_abstention_explanation_is_not_scored_as_an_answer() -> None:
     explanation = "You did not mention this information. You mentioned Paris but not Rome."
     results = [

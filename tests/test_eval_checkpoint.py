@@ -197,6 +197,8 @@ def _child(path: Path, delay: float) -> subprocess.Popen[str]:
     )
 
 
+@pytest.mark.slow
+@pytest.mark.integration
 @pytest.mark.skipif(not hasattr(signal, "SIGKILL"), reason="needs SIGKILL")
 def test_kill_9_mid_run_then_resume_loses_and_duplicates_nothing(tmp_path: Path) -> None:
     path = tmp_path / "run.jsonl"
@@ -246,6 +248,7 @@ print(len(results), len({r.key for r in results}))
 """
 
 
+@pytest.mark.integration
 @pytest.mark.skipif(not hasattr(signal, "SIGKILL"), reason="needs SIGKILL")
 def test_offline_kill_9_mid_sample_keeps_every_retrieval_finished_before_it(
     tmp_path: Path,

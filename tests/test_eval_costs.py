@@ -28,6 +28,7 @@ from tests.integration_support import LOCOMO
 pytestmark = pytest.mark.usefixtures("loopback_only")
 
 
+@pytest.mark.slow
 def test_mem0_infer_run_counts_what_the_server_received_per_phase_across_a_resume(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -118,6 +119,7 @@ def test_old_manifests_without_costs_still_read(tmp_path: Path) -> None:
     assert again.costs.phases["ingest"] == PhaseCost("ingest", 1, 0, 3, 1, 0, 0.5)
 
 
+@pytest.mark.slow
 def test_merged_shards_sum_their_costs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     data = write_json(tmp_path / "locomo.json", LOCOMO)
     with FakeLLMServer(responder=cost_support.respond) as server:
@@ -149,6 +151,7 @@ def test_merged_shards_sum_their_costs(tmp_path: Path, monkeypatch: pytest.Monke
     ]
 
 
+@pytest.mark.slow
 def test_every_phase_of_the_memory_is_counted_preflight_included(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -44,6 +44,7 @@ def anthropic_server(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeLLMServer]
         yield server
 
 
+@pytest.mark.slow
 def test_seed_example_runs_verbatim_over_locomo_under_faults(
     anthropic_server: FakeLLMServer, shared_datasets: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -93,6 +93,7 @@ _JSON = st.recursive(
 )
 
 
+@pytest.mark.slow
 @given(arguments=st.dictionaries(st.from_regex(r"[a-z_][a-z0-9_]{0,5}", fullmatch=True), _JSON))
 def test_identity_round_trips_and_its_fingerprint_is_stable(arguments: dict[str, Any]) -> None:
     identity = run_identity(BaseAgent(memory=NullMemory()), memory_arguments=arguments)

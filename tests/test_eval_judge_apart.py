@@ -30,6 +30,7 @@ def _eval(data: Path, out: Path, *extra: str) -> list[str]:
     ]
 
 
+@pytest.mark.slow
 def test_the_judge_apart_gets_every_judge_request_and_is_recorded(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -80,6 +80,7 @@ kinds = st.sampled_from(["single-hop", "multi-hop", "adversarial"])
 latencies = st.floats(min_value=0, max_value=10, allow_nan=False)
 
 
+@pytest.mark.slow
 @given(st.lists(st.tuples(kinds, answers, st.booleans(), latencies), min_size=1, max_size=10))
 def test_a_block_is_the_aggregate_of_its_questions_scores(
     rows: list[tuple[str, str, bool, float]],

@@ -39,6 +39,7 @@ def _eval(data: Path, out: Path, questions: Path, *extra: str) -> list[str]:
     ]
 
 
+@pytest.mark.slow
 def test_only_the_listed_questions_run_and_other_samples_are_not_ingested(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

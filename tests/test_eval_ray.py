@@ -44,6 +44,9 @@ from tests.data_fixtures import read_run, write_json
 from tests.integration_support import LOCOMO
 from tests.test_eval_progress import keep_progress_models
 
+# A Ray cluster of local processes, seconds to start, for any test of the module.
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
+
 TIMINGS = ("retrieval_latency_s", "latency_s")
 LOOPBACK = {"127.0.0.1", "::1", "::ffff:127.0.0.1"}
 

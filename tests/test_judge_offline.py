@@ -107,6 +107,7 @@ def test_a_request_of_another_judge_or_an_answer_prompt_is_not_answered() -> Non
     assert answer == "echo: hello there"
 
 
+@pytest.mark.integration
 def test_fake_llm_and_eval_judge_every_beam_answer(
     tmp_path: Path, data_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

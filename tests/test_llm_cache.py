@@ -200,6 +200,7 @@ for i in range(count):
 """
 
 
+@pytest.mark.integration
 def test_processes_writing_one_file_at_once_lose_no_entry(tmp_path: Path) -> None:
     path = str(tmp_path / "c.sqlite")
     LLMCache(path).close()  # create the file before the writers race
@@ -225,6 +226,7 @@ while True:
 """
 
 
+@pytest.mark.integration
 @pytest.mark.skipif(not hasattr(signal, "SIGKILL"), reason="needs SIGKILL")
 def test_a_writer_killed_mid_writes_leaves_every_committed_entry(tmp_path: Path) -> None:
     path = tmp_path / "c.sqlite"
@@ -247,6 +249,7 @@ def test_a_writer_killed_mid_writes_leaves_every_committed_entry(tmp_path: Path)
     assert cache.get("key-7") == Completion("x" * 7, 7, 7, "m")
 
 
+@pytest.mark.slow
 def test_eval_llm_cache_makes_a_second_run_cost_no_calls(
     shared_datasets: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

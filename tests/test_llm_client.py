@@ -388,6 +388,7 @@ def shared_clients(server: FakeLLMServer) -> list[SDKClient]:
 
 
 # Each example starts an event loop, and so a new async SDK client: keep the count modest.
+@pytest.mark.slow
 @settings(max_examples=15)
 @given(prompts=st.lists(_words.map(" ".join), min_size=1, max_size=8))
 def test_usage_totals_equal_the_sum_of_per_call_usage(

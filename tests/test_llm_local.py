@@ -199,6 +199,8 @@ def test_the_runtime_settings_read_from_the_environment_are_all_withheld() -> No
     assert fields <= _local_server.SERVER_SETTINGS_ENV
 
 
+@pytest.mark.slow
+@pytest.mark.integration
 @linux_only
 @pytest.mark.usefixtures("servers")
 def test_a_corrupt_gguf_fails_with_the_servers_last_words_and_leaves_nothing(
@@ -215,6 +217,8 @@ def test_a_corrupt_gguf_fails_with_the_servers_last_words_and_leaves_nothing(
     assert _servers_of(corrupt) == []
 
 
+@pytest.mark.slow
+@pytest.mark.integration
 @linux_only
 @pytest.mark.usefixtures("servers")
 def test_clients_of_one_file_share_one_server(model: Path) -> None:
@@ -230,6 +234,8 @@ def test_clients_of_one_file_share_one_server(model: Path) -> None:
     assert _servers_of(model) == []
 
 
+@pytest.mark.slow
+@pytest.mark.integration
 @linux_only
 @pytest.mark.parametrize(
     "stop", [signal.SIGINT, signal.SIGTERM, signal.SIGKILL], ids=lambda s: signal.Signals(s).name
@@ -265,6 +271,8 @@ def test_no_server_outlives_himga(tmp_path: Path, model: Path, stop: signal.Sign
         child.communicate()
 
 
+@pytest.mark.slow
+@pytest.mark.integration
 @linux_only
 @pytest.mark.usefixtures("servers")
 def test_a_spec_builds_the_metered_local_agent_anywhere_with_one_identity(model: Path) -> None:

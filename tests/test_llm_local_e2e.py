@@ -22,6 +22,8 @@ from tests.cli_support import cwd, run_cli
 from tests.local_model import SMOLLM2_SHA256, smollm2_gguf
 from tests.network_guard import child_guard_env
 
+pytestmark = [pytest.mark.integration, pytest.mark.slow]  # a real model
+
 QUESTIONS = 2
 
 

@@ -53,6 +53,7 @@ def _post(url: str, body: bytes, headers: dict[str, str] | None = None) -> tuple
         return exc.code, json.loads(exc.read())
 
 
+@pytest.mark.integration
 def test_import_needs_no_sdk() -> None:
     code = (
         "import sys, himga.llm; "
@@ -320,6 +321,7 @@ def test_lifecycle_errors() -> None:
 _text = st.text(alphabet=st.characters(exclude_categories=["Cs"]), min_size=0, max_size=40)
 
 
+@pytest.mark.slow
 @given(system=_text, turns=st.lists(_text, min_size=1, max_size=4))
 def test_usage_counts_words_on_both_apis(
     shared_server: FakeLLMServer, system: str, turns: list[str]
@@ -346,6 +348,7 @@ def test_usage_counts_words_on_both_apis(
     assert reply_o.usage.prompt_tokens == reply_a.usage.input_tokens
 
 
+@pytest.mark.integration
 def test_the_old_module_path_still_imports_the_same_server_and_says_it_moved() -> None:
     code = (
         "import warnings\n"

@@ -462,6 +462,7 @@ def test_building_inside_a_running_event_loop_works(server: FakeLLMServer) -> No
     assert "kayak" in asyncio.run(inside())
 
 
+@pytest.mark.slow
 def test_magma_with_the_fake_llm_passes_the_kit(server: FakeLLMServer) -> None:
     client = _client(server)
     check_memory(lambda: MagmaMemory(client), max_examples=4)

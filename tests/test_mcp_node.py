@@ -14,7 +14,8 @@ import pytest
 from himga.integrations import _mcp as mcp_adapter
 from tests.mcp_node import MCP_NODE_DIR, NodeMissing, ensure_mcp_node, installed, require_mcp_node
 
-pytestmark = pytest.mark.usefixtures("loopback_only")
+# npm, node and their install: integration
+pytestmark = [pytest.mark.usefixtures("loopback_only"), pytest.mark.integration]
 
 # Stands in for npm: slow enough for callers to overlap, counts its runs, and leaves
 # npm's record of an install as npm ci does (node_modules/.package-lock.json).

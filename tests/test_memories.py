@@ -125,6 +125,7 @@ def test_search_with_k_below_one_finds_nothing(factory: Callable[[], SearchableM
     assert memory.search("zorblax", 0) == []
 
 
+@pytest.mark.integration
 def test_importing_the_memories_leaves_the_bm25_extra_unloaded() -> None:
     code = (
         "import sys, himga.memory\n"

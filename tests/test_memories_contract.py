@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import settings
 
 from himga.memory import BM25Memory, FullContextMemory, KeywordMemory
@@ -23,6 +24,7 @@ class TestBM25MemoryContract(MemoryContract):
     factory = BM25Memory
 
 
+@pytest.mark.slow
 def test_configured_memories_pass_the_kit() -> None:
     # non-default settings exercise other paths: a tiny budget, a single-turn top-k
     examples = settings().max_examples  # the profile in force (dev / ci)

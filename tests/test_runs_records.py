@@ -39,6 +39,7 @@ def _surrogate_reply(messages: list[ChatMessage]) -> str:
     return f"an answer {LONE} with a lone surrogate"
 
 
+@pytest.mark.slow
 def test_a_lone_surrogate_in_the_data_or_a_reply_is_recorded_and_resumes(
     tmp_path: Path,
 ) -> None:
@@ -77,6 +78,7 @@ def test_a_lone_surrogate_in_the_data_or_a_reply_is_recorded_and_resumes(
         assert db.execute("SELECT COUNT(*) FROM replies").fetchone()[0] > 0
 
 
+@pytest.mark.slow
 def test_a_resume_keeps_the_record_of_every_invocation_before_it(tmp_path: Path) -> None:
     # Issue 34 (5): --resume on a finished run rewrote manifest.json (start, wall time,
     # "N results resumed", no calls): the original run's record was lost.
@@ -136,6 +138,7 @@ def test_no_command_writes_over_a_file_of_a_run_directory(tmp_path: Path) -> Non
         assert [_files(run) for run in runs] == before
 
 
+@pytest.mark.slow
 def test_report_and_compare_outputs_are_what_their_names_say(tmp_path: Path) -> None:
     # Issue 34 (24): `report --out x.png` wrote markdown into the picture; `compare --plot
     # out.json` was a traceback; `report` trusted an edited metrics.json (compare did not).
@@ -169,6 +172,8 @@ def test_report_and_compare_outputs_are_what_their_names_say(tmp_path: Path) -> 
     assert "0.988" not in honest
 
 
+@pytest.mark.slow
+@pytest.mark.integration
 def test_paths_no_file_system_holds_and_names_not_in_utf8_are_one_line(tmp_path: Path) -> None:
     # Issue 34 (24): a 300-character path component was an OSError traceback (File name
     # too long) in eval, report, compare and merge; a file name that is not UTF-8 was a

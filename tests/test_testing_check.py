@@ -40,6 +40,7 @@ EXAMPLES = settings().max_examples
 # (derandomize=True; bench/bench_check.py measures the kit under random seeds).
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(BROKEN))
 def test_check_memory_flags_each_broken_memory_under_its_contract(name: str) -> None:
     factory, contract_id = BROKEN[name]
@@ -58,6 +59,7 @@ def test_check_memory_passes_null_memory() -> None:
     check_memory(NullMemory, max_examples=EXAMPLES)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(BROKEN_IF_DETERMINISTIC))
 def test_determinism_is_demanded_only_when_declared(name: str) -> None:
     factory, contract_id = BROKEN_IF_DETERMINISTIC[name]
@@ -79,6 +81,7 @@ def test_a_random_memory_cannot_declare_determinism() -> None:
     assert "deterministic=True" in caught.value.problem
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "name", ["ListMemory", "QueryHeaderMemory", "SearchableListMemory", "ProxyMemory"]
 )
@@ -414,6 +417,7 @@ def test_violations_survive_pickling() -> None:
     assert str(copy) == str(violation)
 
 
+@pytest.mark.integration
 def test_the_kit_without_hypothesis_names_the_extra() -> None:
     code = (
         "import sys; sys.modules['hypothesis'] = None\n"  # as if the extra were not installed

@@ -71,6 +71,7 @@ def test_deleting_a_contract_test_is_rejected() -> None:
             test_instance_isolation = None  # type: ignore[assignment]
 
 
+@pytest.mark.integration
 def test_replacing_the_shared_check_is_rejected() -> None:
     with pytest.raises(TypeError, match=r"must not replace MemoryContract\._check"):
 

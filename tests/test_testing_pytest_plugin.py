@@ -18,6 +18,9 @@ from himga.memory import SearchableMemory, resolve_memory
 from himga.testing import CONTRACTS
 from tests.mutants import BROKEN, BROKEN_IF_DETERMINISTIC
 
+# Each run is a pytest subprocess running the kit.
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
+
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 CONFTEST = """\
 from hypothesis import settings

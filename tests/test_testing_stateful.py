@@ -29,6 +29,7 @@ FIXED = settings(
 )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "name", ["NullMemory", "SimpleKeywordMemory", "RandomSampleMemory", "SearchableListMemory"]
 )

@@ -28,12 +28,14 @@ def _python(code: str) -> subprocess.CompletedProcess[str]:
     )
 
 
+@pytest.mark.integration
 def test_import_himga_testing_never_imports_hypothesis() -> None:
     result = _python("import sys, himga.testing\nprint('hypothesis' in sys.modules)")
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "False"
 
 
+@pytest.mark.integration
 def test_the_catalogue_and_the_shape_check_work_without_hypothesis() -> None:
     code = HIDE + (
         "from himga.testing import CONTRACTS, DEFAULT_MAX_EXAMPLES, ContractViolation, "
@@ -54,6 +56,7 @@ def test_the_catalogue_and_the_shape_check_work_without_hypothesis() -> None:
     ]
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize(
     "name",
     ["check_memory", "check_contract", "MemoryContract", "memory_state_machine", "texts"],
@@ -72,6 +75,7 @@ def test_what_needs_hypothesis_names_the_extra(name: str) -> None:
     assert "pip install 'himga[testing]'" in result.stdout
 
 
+@pytest.mark.integration
 def test_an_unknown_name_is_still_an_attribute_error() -> None:
     import himga.testing
 
@@ -79,6 +83,7 @@ def test_an_unknown_name_is_still_an_attribute_error() -> None:
         getattr(himga.testing, "check_memroy")  # noqa: B009  # the typo is the test
 
 
+@pytest.mark.integration
 def test_fake_llm_help_and_check_list_work_without_hypothesis() -> None:
     code = HIDE + (
         "from himga._cli import main\n"
