@@ -1,13 +1,17 @@
 """himga's first answer-accuracy numbers: the arms' runs exported to docs/answers/ and tabled.
 
-The runs themselves are made by ``himga eval`` (hours of CPU; the commands are in
-docs/answers.md); this script only reads their run directories and writes::
+The runs themselves are made by ``himga eval`` and ``himga judge`` (hours of CPU; the
+commands are in docs/answers.md); this script only reads their run directories::
 
-    uv run python -m bench.answers RUN_DIR [RUN_DIR ...] --to docs/answers
+    uv run python -m bench.answers JUDGED=ANSWERED [...] --to docs/answers
 
-For each run, ``docs/answers/<arm>/``: its ``manifest.json`` and ``metrics.json`` as
-written, and ``questions.jsonl``: one line a question with its ids, category, the
-model's answer, token counts and latencies, every judge's verdict and every
+Each arm is two runs of the same questions: ANSWERED answered them (``--no-judge``; its
+manifest holds the answering's tokens and seconds), JUDGED re-ran it with the judge,
+its answers served from ANSWERED's LLM cache (checked here: the same predictions), and
+``himga judge`` added the other judges to it. For each arm, ``docs/answers/<arm>/``:
+JUDGED's ``manifest.json`` and ``metrics.json`` as written, ANSWERED's manifest as
+``answering-manifest.json``, and ``questions.jsonl``: one line a question with its ids,
+category, the model's answer, token counts and latencies, every judge's verdict and every
 per-question metric himga scores (``question_scores``) -- but none of the dataset's
 text (question, gold answer, evidence, retrieved context): LoCoMo is CC BY-NC and is
 never copied into this repository; the ids join each line back to ``locomo10.json``.
@@ -44,12 +48,17 @@ def arm_name(run: Run) -> str:
     return "oracle" if run.manifest.arm == "oracle" else run.manifest.memory.spec
 
 
+def judge_name(judge_id: str) -> str:
+    """A judge id (``provider:model:prompt``) with the model's path cut to its file stem."""
+    provider, _, rest = judge_id.partition(":")
+    model, _, prompt = rest.rpartition(":")
+    return f"{Path(model).stem if provider == 'local' else model}:{prompt}"
+
+
 def judges_of(run: Run) -> dict[str, list[float]]:
-    """Every judge's per-question scores, by judge name (NaN: no verdict)."""
-    described = run.manifest.judge
-    if described is None:
-        return {}
-    return {str(described.get("model", "judge")): list(run.judge)}
+    """Every judge's per-question scores, by :func:`judge_name` (NaN: no verdict), the
+    run's own judge first."""
+    return {judge_name(judge_id): list(scores) for judge_id, scores in run.judges.items()}
 
 
 def export(run: Run, dest: Path) -> None:
@@ -81,7 +90,8 @@ def _accuracy(scores: Sequence[float]) -> str:
     if not judged:
         return "-"
     p = wilson_interval(round(sum(judged)), len(judged))
-    assert p.rate is not None and p.low is not None and p.high is not None
+    if p.rate is None or p.low is None or p.high is None:
+        return "-"
     return f"{p.rate:.2f} [{p.low:.2f}, {p.high:.2f}]"
 
 
@@ -96,14 +106,15 @@ def _phase(run: Run, name: str) -> Mapping[str, Any]:
     return next((p for p in phases if p.get("phase") == name), {})
 
 
-def table(runs: Sequence[Run], *, judge: str | None = None) -> str:
-    """The markdown table of ``runs`` (one row each) under ``judge`` (default: the first)."""
-    dataset = runs[0].dataset_name
+def table(runs: Sequence[tuple[Run, Run]], *, judge: str | None = None) -> str:
+    """The markdown table of the arms, ``(judged, answered)`` runs each, under ``judge``
+    (default: each run's own)."""
+    dataset = runs[0][0].dataset_name
     categories = list(get_benchmark(dataset).categories)
     head = ["arm", "n", "accuracy (all)", *categories, "F1", "BLEU-1", "evidence in prompt"]
     head += ["answer tokens in/out per q", "answer s/q (median)"]
     rows = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    for run in runs:
+    for run, answered in runs:
         judges = judges_of(run)
         scores = judges.get(judge or "", next(iter(judges.values()), []))
         per = [question_scores(r) for r in run.results]
@@ -116,13 +127,13 @@ def table(runs: Sequence[Run], *, judge: str | None = None) -> str:
         cells.append(_mean([p.get("f1") for p in per]))
         cells.append(_mean([p.get("bleu1") for p in per]))
         cells.append(_mean([p.get("context_recall_any") for p in per]))
-        answering = _phase(run, "answering")
+        answering = _phase(answered, "answering")
         calls = answering.get("calls") or 1
         cells.append(
             f"{answering.get('input_tokens', 0) / calls:.0f} / "
             f"{answering.get('output_tokens', 0) / calls:.1f}"
         )
-        latencies = [r.latency_s for r in run.results if r.latency_s is not None]
+        latencies = [r.latency_s for r in answered.results if r.latency_s is not None]
         cells.append("-" if not latencies else f"{statistics.median(latencies):.1f}")
         rows.append("| " + " | ".join(cells) + " |")
     return "\n".join(rows) + "\n"
@@ -130,14 +141,30 @@ def table(runs: Sequence[Run], *, judge: str | None = None) -> str:
 
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("runs", nargs="+", type=Path)
+    parser.add_argument("arms", nargs="+", metavar="JUDGED=ANSWERED")
     parser.add_argument("--to", type=Path, default=Path("docs/answers"))
     args = parser.parse_args(argv)
-    runs = [RunDir(path).read() for path in args.runs]
-    for run in runs:
+    runs = [_pair(arm) for arm in args.arms]
+    for run, answered in runs:
         export(run, args.to / arm_name(run))
-    (args.to / "table.md").write_text(table(runs), "utf-8")
-    print(table(runs))
+        shutil.copyfile(
+            answered.path / "manifest.json", args.to / arm_name(run) / "answering-manifest.json"
+        )
+    text = table(runs)
+    (args.to / "table.md").write_text(text, "utf-8")
+    print(text)
+
+
+def _pair(arm: str) -> tuple[Run, Run]:
+    """The judged and the answering run of ``JUDGED=ANSWERED``, checked to hold the same
+    questions and predictions (the judged run's answers came from the other's cache)."""
+    judged_path, _, answered_path = arm.partition("=")
+    judged, answered = RunDir(Path(judged_path)).read(), RunDir(Path(answered_path)).read()
+    ours = [(r.question_id, r.prediction) for r in judged.results]
+    theirs = [(r.question_id, r.prediction) for r in answered.results]
+    if ours != theirs:
+        raise SystemExit(f"{judged_path} and {answered_path} hold different answers")
+    return judged, answered
 
 
 if __name__ == "__main__":
