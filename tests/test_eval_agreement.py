@@ -81,7 +81,10 @@ def test_two_judges_fleiss_and_cohen_tell_the_same_direction(data: st.DataObject
     assert kappa is not None
     assert pi < 0
     assert kappa < 0
-    assert one_sided(a, opposite) + one_sided(opposite, a) == pytest.approx(1.0)  # type: ignore[operator]
+    forth, back = one_sided(a, opposite), one_sided(opposite, a)
+    assert forth is not None
+    assert back is not None
+    assert forth + back == pytest.approx(1.0)
 
 
 def test_undefined_kappas_are_none() -> None:
