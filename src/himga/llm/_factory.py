@@ -22,6 +22,7 @@ __all__ = [
     "DEFAULT_TEMPERATURES",
     "DEFAULT_TIMEOUT",
     "LOCAL_MAX_CONCURRENCY",
+    "LOCAL_TIMEOUT",
     "PROVIDERS",
     "get_client",
 ]
@@ -37,6 +38,11 @@ DEFAULT_MAX_CONCURRENCY: Final = 32
 LOCAL_MAX_CONCURRENCY: Final = 1
 DEFAULT_MAX_RETRIES: Final = 5
 DEFAULT_TIMEOUT: Final = 120.0
+#: Seconds per attempt of a local model's call: its server computes one reply at a time
+#: on the machine's own cores, so a long prompt under load takes minutes, and a client
+#: that gave up would only make it compute the same reply again (measured: a 3,000-token
+#: prompt on one loaded core took over 120 s, docs/answers.md).
+LOCAL_TIMEOUT: Final = 1800.0
 DEFAULT_MAX_TOKENS: Final = 1024
 
 #: Sampling temperature when none is given: 0 where the API accepts one (OpenAI and
@@ -76,7 +82,7 @@ def get_client(
     base_url: str | None = None,
     max_concurrency: int | _Default = _DEFAULT,
     max_retries: int = DEFAULT_MAX_RETRIES,
-    timeout: float = DEFAULT_TIMEOUT,
+    timeout: float | _Default = _DEFAULT,
     temperature: float | _Default | None = _DEFAULT,
     max_tokens: int = DEFAULT_MAX_TOKENS,
     cache: str | os.PathLike[str] | LLMCache | None = None,
@@ -95,7 +101,8 @@ def get_client(
     - temperature: :data:`DEFAULT_TEMPERATURES` (0 for OpenAI; not sent to Anthropic,
       whose API rejects it; ``None`` means "send none").
 
-    ``max_retries`` and ``timeout`` (seconds per attempt) go to the SDK, which
+    ``max_retries`` and ``timeout`` (seconds per attempt; :data:`DEFAULT_TIMEOUT`, or
+    :data:`LOCAL_TIMEOUT` for the local provider) go to the SDK, which
     retries 408/409/429/5xx and connection errors with backoff; ``max_tokens`` is
     the default reply budget of each call. The SDK is imported here, so a missing
     extra raises :class:`~himga._extras.MissingExtraError` now, not at the first call.
@@ -139,7 +146,7 @@ def get_client(
             if max_concurrency is _DEFAULT
             else max_concurrency,
             max_retries=max_retries,
-            timeout=timeout,
+            timeout=LOCAL_TIMEOUT if timeout is _DEFAULT else timeout,
             temperature=resolved_temperature,
             max_tokens=max_tokens,
             cache=cache,
@@ -161,7 +168,7 @@ def get_client(
         base_url=base_url if base_url is not None else _env(f"{prefix}_BASE_URL"),
         max_concurrency=DEFAULT_MAX_CONCURRENCY if max_concurrency is _DEFAULT else max_concurrency,
         max_retries=max_retries,
-        timeout=timeout,
+        timeout=DEFAULT_TIMEOUT if timeout is _DEFAULT else timeout,
         temperature=resolved_temperature,
         max_tokens=max_tokens,
         cache=cache,
