@@ -30,7 +30,15 @@ from himga.runs._evaluate import (
 from himga.runs._files import write_json, write_jsonl, write_text_atomic
 from himga.runs._journal import JUDGE_JOURNAL
 from himga.runs._leaderboard import Leaderboard, LeaderboardRow, format_leaderboard, leaderboard
-from himga.runs._load import PartialRun, RunStatus, find_runs, load_run, run_status
+from himga.runs._load import (
+    PartialRun,
+    RunHead,
+    RunStatus,
+    find_runs,
+    load_head,
+    load_run,
+    run_status,
+)
 from himga.runs._manifest import (
     MANIFEST_FORMAT,
     CostsInfo,
@@ -87,6 +95,7 @@ __all__ = [
     "Run",
     "RunDir",
     "RunDirError",
+    "RunHead",
     "RunLockedError",
     "RunOutcome",
     "RunReadError",
@@ -103,6 +112,7 @@ __all__ = [
     "format_runs",
     "guard_output",
     "leaderboard",
+    "load_head",
     "load_run",
     "merge_runs",
     "nan_if_none",

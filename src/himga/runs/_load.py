@@ -19,9 +19,10 @@ from typing import Any, Literal
 from himga.eval import compute_metrics
 from himga.eval._checkpoint import CheckpointError, read_checkpoint
 from himga.eval._result import EvalResult
+from himga.runs._manifest import Manifest
 from himga.runs._rundir import MARKER, PLAN, Run, RunDir, RunReadError
 
-__all__ = ["PartialRun", "RunStatus", "find_runs", "load_run", "run_status"]
+__all__ = ["PartialRun", "RunHead", "RunStatus", "find_runs", "load_head", "load_run", "run_status"]
 
 #: ``complete``: finished, every question answered; ``failed``: finished, but some
 #: questions failed (a memory, LLM or judge error: ``himga eval`` exited 3);
@@ -60,7 +61,27 @@ class PartialRun:
         return str(self.identity.get("dataset") or "?")
 
 
-def run_status(run: Run | PartialRun) -> RunStatus:
+@dataclass(frozen=True)
+class RunHead:
+    """A finished run's manifest and metrics, its results not read (:func:`load_head`):
+    what a leaderboard needs, for the cost of two small files."""
+
+    path: Path
+    manifest: Manifest
+    metrics: dict[str, Any]
+
+    @property
+    def label(self) -> str:
+        """As :attr:`Run.label`."""
+        return self.manifest.label
+
+    @property
+    def dataset_name(self) -> str:
+        """As :attr:`Run.dataset_name`."""
+        return self.manifest.dataset.name
+
+
+def run_status(run: Run | RunHead | PartialRun) -> RunStatus:
     """``partial`` for a :class:`PartialRun`; ``failed`` for a finished run some of whose
     questions failed; else ``complete``."""
     if isinstance(run, PartialRun):
@@ -77,6 +98,21 @@ def load_run(path: str | os.PathLike[str]) -> Run | PartialRun:
     run_dir = RunDir(path)
     if run_dir.file("manifest.json").exists():
         return run_dir.read()
+    return _partial(run_dir)
+
+
+def load_head(path: str | os.PathLike[str]) -> RunHead | PartialRun:
+    """What :func:`load_run` reads, but of a finished run only its manifest and metrics
+    (a :class:`RunHead`; :func:`load_run` reads and checks its results when they are
+    needed); :class:`RunReadError` as there."""
+    run_dir = RunDir(path)
+    if run_dir.file("manifest.json").exists():
+        return RunHead(run_dir.path, run_dir.read_manifest(), run_dir.read_metrics())
+    return _partial(run_dir)
+
+
+def _partial(run_dir: RunDir) -> PartialRun:
+    """The run in ``run_dir``, which has no manifest, from its checkpoint."""
     checkpoint = run_dir.checkpoint
     try:
         recorded = read_checkpoint(checkpoint)
