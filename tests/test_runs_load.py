@@ -12,6 +12,8 @@ import pytest
 from himga._cli import main
 from himga.eval._checkpoint import read_checkpoint
 from himga.runs import (
+    JUDGE_CACHE,
+    JUDGE_JOURNAL,
     PLAN,
     PartialRun,
     Run,
@@ -160,3 +162,32 @@ def test_a_run_killed_before_its_checkpoint_does_not_block_a_new_one(
     shutil.copy(runs / "killed" / ".himga-run", run / ".himga-run")
     with RunDir(run) as run_dir:
         run_dir.claim()
+
+
+def test_a_run_killed_while_judging_has_the_verdicts_it_got(runs: Path, tmp_path: Path) -> None:
+    finished = load_run(runs / "bm25")
+    run = _copy(runs, "bm25", tmp_path)
+    for name in ("manifest.json", "metrics.json", "results.jsonl"):
+        (run / name).unlink()  # killed after the answers, while judging
+    verdicts = list(json.loads((run / JUDGE_CACHE).read_text("utf-8")).items())
+    assert len(verdicts) >= QUESTIONS
+    # every verdict in the cache: the scores the finished run recorded
+    whole = load_run(run)
+    assert isinstance(whole, PartialRun)
+    assert whole.judge == finished.judge
+    assert whole.metrics["overall"]["judge"] == finished.metrics["overall"]["judge"]
+    # a cache written as judging started, the verdicts after it in the journal (its last
+    # line torn by the kill), some never asked
+    half = len(verdicts) // 2
+    (run / JUDGE_CACHE).write_text(json.dumps(dict(verdicts[:half])), "utf-8")
+    lines = [json.dumps(pair) + "\n" for pair in verdicts[half:-2]]
+    (run / JUDGE_JOURNAL).write_text("".join(lines) + '["torn', "utf-8")
+    partial = load_run(run)
+    assert isinstance(partial, PartialRun)
+    got = [(n, score) for n, score in enumerate(partial.judge) if score == score]
+    assert 0 < len(got) < QUESTIONS
+    assert all(finished.judge[n] == score for n, score in got)
+    assert partial.metrics["counts"]["judged"] == len(got)
+    code, stderr = run_cli(["report", str(run)])
+    assert (code, stderr) == (0, "")
+    assert "judge" in (run / "report.md").read_text("utf-8")

@@ -37,6 +37,7 @@ from himga.runs._load import (
     find_runs,
     load_head,
     load_run,
+    read_verdicts,
     run_status,
 )
 from himga.runs._manifest import (
@@ -119,6 +120,7 @@ __all__ = [
     "plot_comparison",
     "plot_report",
     "preflight",
+    "read_verdicts",
     "render_report",
     "run_status",
     "summarize_run",
