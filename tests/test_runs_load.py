@@ -170,7 +170,7 @@ def test_a_run_killed_while_judging_has_the_verdicts_it_got(runs: Path, tmp_path
     for name in ("manifest.json", "metrics.json", "results.jsonl"):
         (run / name).unlink()  # killed after the answers, while judging
     verdicts = list(json.loads((run / JUDGE_CACHE).read_text("utf-8")).items())
-    assert len(verdicts) >= QUESTIONS
+    assert len(verdicts) >= 3  # one per distinct judge request
     # every verdict in the cache: the scores the finished run recorded
     whole = load_run(run)
     assert isinstance(whole, PartialRun)
@@ -180,7 +180,7 @@ def test_a_run_killed_while_judging_has_the_verdicts_it_got(runs: Path, tmp_path
     # line torn by the kill), some never asked
     half = len(verdicts) // 2
     (run / JUDGE_CACHE).write_text(json.dumps(dict(verdicts[:half])), "utf-8")
-    lines = [json.dumps(pair) + "\n" for pair in verdicts[half:-2]]
+    lines = [json.dumps(pair) + "\n" for pair in verdicts[half:-1]]
     (run / JUDGE_JOURNAL).write_text("".join(lines) + '["torn', "utf-8")
     partial = load_run(run)
     assert isinstance(partial, PartialRun)
@@ -190,4 +190,4 @@ def test_a_run_killed_while_judging_has_the_verdicts_it_got(runs: Path, tmp_path
     assert partial.metrics["counts"]["judged"] == len(got)
     code, stderr = run_cli(["report", str(run)])
     assert (code, stderr) == (0, "")
-    assert "judge" in (run / "report.md").read_text("utf-8")
+    assert f"({len(got)} questions judged so far)" in (run / "report.md").read_text("utf-8")
