@@ -174,7 +174,9 @@ def test_a_run_killed_while_judging_has_the_verdicts_it_got(runs: Path, tmp_path
     # every verdict in the cache: the scores the finished run recorded
     whole = load_run(run)
     assert isinstance(whole, PartialRun)
-    assert whole.judge == finished.judge
+    # the checkpoint keeps questions in the order they finished: match them by id
+    score = {(r.sample_id, r.question_id): j for r, j in zip(finished.results, finished.judge)}
+    assert whole.judge == [score[r.sample_id, r.question_id] for r in whole.results]
     assert whole.metrics["overall"]["judge"] == finished.metrics["overall"]["judge"]
     # a cache written as judging started, the verdicts after it in the journal (its last
     # line torn by the kill), some never asked
@@ -184,9 +186,11 @@ def test_a_run_killed_while_judging_has_the_verdicts_it_got(runs: Path, tmp_path
     (run / JUDGE_JOURNAL).write_text("".join(lines) + '["torn', "utf-8")
     partial = load_run(run)
     assert isinstance(partial, PartialRun)
-    got = [(n, score) for n, score in enumerate(partial.judge) if score == score]
+    got = [(n, j) for n, j in enumerate(partial.judge) if j == j]
     assert 0 < len(got) < QUESTIONS
-    assert all(finished.judge[n] == score for n, score in got)
+    assert all(
+        score[partial.results[n].sample_id, partial.results[n].question_id] == j for n, j in got
+    )
     assert partial.metrics["counts"]["judged"] == len(got)
     code, stderr = run_cli(["report", str(run)])
     assert (code, stderr) == (0, "")

@@ -240,9 +240,12 @@ def test_a_run_given_by_its_head_is_read_when_a_document_needs_it(
         status, body = _get(server.url + "api/runs.json")
         assert status == 200
         assert json.loads(body)["runs"][0]["label"] == "bm25"
-        status, body = _get(server.url + "api/entry/0.json")
-        assert status == 500
-        assert "does not match the SHA-256 recorded in manifest.json" in body.decode()
+        with pytest.raises(urllib.error.HTTPError) as failed:
+            urllib.request.urlopen(server.url + "api/entry/0.json", timeout=10)
+        assert failed.value.code == 500
+        assert (
+            "does not match the SHA-256 recorded in manifest.json" in failed.value.read().decode()
+        )
 
 
 def test_a_page_of_questions_is_chosen_and_cut_on_the_server(
