@@ -175,7 +175,10 @@ def test_a_run_killed_while_judging_has_the_verdicts_it_got(runs: Path, tmp_path
     whole = load_run(run)
     assert isinstance(whole, PartialRun)
     # the checkpoint keeps questions in the order they finished: match them by id
-    score = {(r.sample_id, r.question_id): j for r, j in zip(finished.results, finished.judge)}
+    score = {
+        (r.sample_id, r.question_id): j
+        for r, j in zip(finished.results, finished.judge, strict=True)
+    }
     assert whole.judge == [score[r.sample_id, r.question_id] for r in whole.results]
     assert whole.metrics["overall"]["judge"] == finished.metrics["overall"]["judge"]
     # a cache written as judging started, the verdicts after it in the journal (its last
