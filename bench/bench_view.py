@@ -24,6 +24,12 @@ browser for the whole bench, a fresh context per measurement so nothing is cache
 CPU seconds are the work itself, which an idle machine does in about that time (less
 where the server and the browser overlap on two cores).
 
+With ``--baseline REV`` the served measurements are made a second time, in the same
+rounds, with the ``himga`` package of git revision ``REV`` (its ``src/`` extracted to a
+temporary directory, first on ``PYTHONPATH``): ``served_leaderboard_baseline`` and
+``served_baseline``, and the ratios of the medians. On a machine shared with other jobs
+only such a same-run comparison says what a change did.
+
 Variants are interleaved round by round; the medians go to ``docs/bench_view/view.json``
 with the machine's load average, and ``docs/view.md`` quotes them. Target: each open
 under 2 s.
@@ -38,6 +44,7 @@ import shutil
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -76,7 +83,7 @@ def _rendered(page: Any, start: float) -> float:
     first = 0.0
     for hash_ in PAGES:
         page.evaluate(f"location.hash = {hash_!r}")
-        page.wait_for_selector(f'main[data-ready="{hash_}"]', timeout=60_000)
+        page.wait_for_selector(f'main[data-ready="{hash_}"]', timeout=600_000)
         first = first or time.perf_counter() - start
     return first
 
@@ -114,15 +121,19 @@ def _used(before: dict[int, float]) -> float:
     return sum(cpu - before.get(pid, 0.0) for pid, cpu in _children_cpu().items())
 
 
-def served(browser: Any, run: Path) -> tuple[float, float, float]:
+def served(browser: Any, run: Path, source: Path | None = None) -> tuple[float, float, float]:
     """Seconds to the leaderboard, to the three pages, and the CPU seconds the server and
-    the browser used meanwhile."""
+    the browser used meanwhile; with ``source``, the ``himga`` package there serves."""
+    environment = dict(os.environ)
+    if source is not None:
+        environment["PYTHONPATH"] = str(source)
     before = _children_cpu()
     start = time.perf_counter()
     child = subprocess.Popen(
         [sys.executable, "-m", "himga", "view", str(run)],
         stdout=subprocess.PIPE,
         text=True,
+        env=environment,
     )
     try:
         assert child.stdout is not None
@@ -165,46 +176,68 @@ def html_open(browser: Any, file: Path) -> tuple[float, float, float]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n", 1)[0])
     parser.add_argument("--questions", type=int, default=10_000)
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--chromium", default=shutil.which("chromium") or "chromium")
     parser.add_argument("--out", type=Path, default=OUT)
+    parser.add_argument("--baseline", metavar="REV", help="also serve with himga at git REV")
+    parser.add_argument(
+        "--served-only", action="store_true", help="measure the served viewer alone (no --html)"
+    )
     args = parser.parse_args()
     from playwright.sync_api import sync_playwright
 
     run = make_run(args.questions)
     file = ROOT / "view.html"
-    names = (
-        "served_leaderboard",
-        "served",
-        "served_cpu",
-        "html_write",
-        "html_open_leaderboard",
-        "html_open",
-        "html_open_cpu",
-    )
+    names: tuple[str, ...] = ("served_leaderboard", "served", "served_cpu")
+    if not args.served_only:
+        names += ("html_write", "html_open_leaderboard", "html_open", "html_open_cpu")
+    baseline = None
+    if args.baseline:
+        names += ("served_leaderboard_baseline", "served_baseline", "served_cpu_baseline")
+        baseline = Path(tempfile.mkdtemp(prefix="himga-baseline-"))
+        archive = subprocess.run(
+            ["git", "archive", args.baseline, "src"], capture_output=True, check=True
+        ).stdout
+        subprocess.run(["tar", "-x", "-C", str(baseline)], input=archive, check=True)
     times: dict[str, list[float]] = {name: [] for name in names}
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=args.chromium, args=["--no-sandbox"])
         for round_ in range(args.rounds):
-            measured = (*served(browser, run), html_write(run, file), *html_open(browser, file))
+            measured: tuple[float, ...] = served(browser, run)
+            if not args.served_only:
+                measured += (html_write(run, file), *html_open(browser, file))
+            if baseline is not None:
+                measured += served(browser, run, baseline / "src")
             for name, value in zip(names, measured, strict=True):
                 times[name].append(value)
             print(round_, {k: round(v[-1], 3) for k, v in times.items()}, flush=True)
         version = browser.version
         browser.close()
+    if baseline is not None:
+        shutil.rmtree(baseline)
     commit = subprocess.run(
         ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=False
     ).stdout.strip()
-    figures = {
-        "baseline": f"himga view at {commit}, first measurement (issue 33)",
+    medians = {k: statistics.median(v) for k, v in times.items()}
+    figures: dict[str, Any] = {
+        "measured": f"himga view at {commit}",
+        "baseline": f"himga view at {args.baseline}, served in the same rounds"
+        if args.baseline
+        else None,
         "questions": args.questions,
         "rounds": args.rounds,
-        "median_s": {k: round(statistics.median(v), 3) for k, v in times.items()},
+        "median_s": {k: round(v, 3) for k, v in medians.items()},
+        "ratio_to_baseline": None
+        if baseline is None
+        else {
+            k: round(medians[k] / medians[f"{k}_baseline"], 3)
+            for k in ("served_leaderboard", "served", "served_cpu")
+        },
         "all_s": {k: [round(x, 3) for x in v] for k, v in times.items()},
         "results_jsonl_mb": round((run / "results.jsonl").stat().st_size / 1e6, 1),
-        "html_mb": round(file.stat().st_size / 1e6, 1),
+        "html_mb": None if args.served_only else round(file.stat().st_size / 1e6, 1),
         "chromium": version,
         "cpus": os.cpu_count(),
         "load_average_1m": round(os.getloadavg()[0], 2),

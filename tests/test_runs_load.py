@@ -12,6 +12,8 @@ import pytest
 from himga._cli import main
 from himga.eval._checkpoint import read_checkpoint
 from himga.runs import (
+    JUDGE_CACHE,
+    JUDGE_JOURNAL,
     PLAN,
     PartialRun,
     Run,
@@ -160,3 +162,39 @@ def test_a_run_killed_before_its_checkpoint_does_not_block_a_new_one(
     shutil.copy(runs / "killed" / ".himga-run", run / ".himga-run")
     with RunDir(run) as run_dir:
         run_dir.claim()
+
+
+def test_a_run_killed_while_judging_has_the_verdicts_it_got(runs: Path, tmp_path: Path) -> None:
+    finished = load_run(runs / "bm25")
+    run = _copy(runs, "bm25", tmp_path)
+    for name in ("manifest.json", "metrics.json", "results.jsonl"):
+        (run / name).unlink()  # killed after the answers, while judging
+    verdicts = list(json.loads((run / JUDGE_CACHE).read_text("utf-8")).items())
+    assert len(verdicts) >= 3  # one per distinct judge request
+    # every verdict in the cache: the scores the finished run recorded
+    whole = load_run(run)
+    assert isinstance(whole, PartialRun)
+    # the checkpoint keeps questions in the order they finished: match them by id
+    score = {
+        (r.sample_id, r.question_id): j
+        for r, j in zip(finished.results, finished.judge, strict=True)
+    }
+    assert whole.judge == [score[r.sample_id, r.question_id] for r in whole.results]
+    assert whole.metrics["overall"]["judge"] == finished.metrics["overall"]["judge"]
+    # a cache written as judging started, the verdicts after it in the journal (its last
+    # line torn by the kill), some never asked
+    half = len(verdicts) // 2
+    (run / JUDGE_CACHE).write_text(json.dumps(dict(verdicts[:half])), "utf-8")
+    lines = [json.dumps(pair) + "\n" for pair in verdicts[half:-1]]
+    (run / JUDGE_JOURNAL).write_text("".join(lines) + '["torn', "utf-8")
+    partial = load_run(run)
+    assert isinstance(partial, PartialRun)
+    got = [(n, j) for n, j in enumerate(partial.judge) if j == j]
+    assert 0 < len(got) < QUESTIONS
+    assert all(
+        score[partial.results[n].sample_id, partial.results[n].question_id] == j for n, j in got
+    )
+    assert partial.metrics["counts"]["judged"] == len(got)
+    code, stderr = run_cli(["report", str(run)])
+    assert (code, stderr) == (0, "")
+    assert f"({len(got)} questions judged so far)" in (run / "report.md").read_text("utf-8")

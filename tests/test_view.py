@@ -16,11 +16,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from himga.eval import MemoryCallError
-from himga.runs import PartialRun, Run, load_run
+from himga.runs import PartialRun, Run, RunHead, load_head, load_run
 from himga.view import (
     OUTCOMES,
+    PAGE,
     ViewData,
     ViewServer,
     evidence_spans,
@@ -122,7 +125,7 @@ def test_the_index_and_a_question_follow_the_results(data: ViewData, view_runs: 
 
 def test_a_partial_run_has_its_finished_questions_unjudged(data: ViewData) -> None:
     index = data.index(2)
-    killed = data.runs[2]
+    killed = data.run(2)
     assert len(index["question_id"]) == len(killed.results)
     assert index["score_metric"] == "recall@10"
     assert all(math.isnan(j) for j in killed.judge)
@@ -209,3 +212,83 @@ def test_each_outcome_and_the_errors_a_question_shows() -> None:
     assert data.question(0, 4)["error"] == "RateLimitError: 429"
     assert data.question(0, 6)["judge_error"] == "no verdict in the reply"
     assert data.question(0, 0)["evidence_spans"] == []  # marked only where it is verbatim
+
+
+def test_a_run_given_by_its_head_is_read_when_a_document_needs_it(
+    view_runs: Path, tmp_path: Path
+) -> None:
+    copy = tmp_path / "bm25"
+    copy.mkdir()
+    for file in (view_runs / "bm25").iterdir():
+        copy.joinpath(file.name).write_bytes(file.read_bytes())
+    head = load_head(copy)
+    assert isinstance(head, RunHead)
+    assert isinstance(load_head(view_runs / "killed"), PartialRun)  # a checkpoint is all it has
+    data = ViewData([head])
+    entry = data.leaderboard()["runs"][0]
+    full = ViewData([load_run(copy)]).entry(0)
+    # the leaderboard from the manifest and metrics alone: everything but the measurements
+    assert entry["measured"] is False
+    assert (entry["latency_p50_s"], entry["context_chars"]) == (None, None)
+    unmeasured = ("measured", "latency_p50_s", "latency_p95_s", "context_chars")
+    assert {k: v for k, v in entry.items() if k not in unmeasured} == {
+        k: v for k, v in full.items() if k not in unmeasured
+    }
+    # a changed results.jsonl is found when it is read, as load_run finds it
+    (copy / "results.jsonl").write_text("{}\n", "utf-8")
+    with ViewServer(data).start() as server:
+        status, body = _get(server.url + "api/runs.json")
+        assert status == 200
+        assert json.loads(body)["runs"][0]["label"] == "bm25"
+        with pytest.raises(urllib.error.HTTPError) as failed:
+            urllib.request.urlopen(server.url + "api/entry/0.json", timeout=10)
+        assert failed.value.code == 500
+        assert (
+            "does not match the SHA-256 recorded in manifest.json" in failed.value.read().decode()
+        )
+
+
+def test_a_page_of_questions_is_chosen_and_cut_on_the_server(
+    data: ViewData, view_runs: Path
+) -> None:
+    records = _records(view_runs / "bm25")
+    listed = data.questions(1)
+    assert listed["total"] == QUESTIONS
+    assert [row[2] for row in listed["rows"]] == [r["question_id"] for r in records]
+    wrong = data.questions(1, outcome="wrong")
+    assert [row[2] for row in wrong["rows"]] == [
+        r["question_id"] for r in records if r["judge"] < 0.5
+    ]
+    category = records[0]["category"]
+    assert [row[0] for row in data.questions(1, category=category)["rows"]] == [
+        n for n, r in enumerate(records) if r["category"] == category
+    ]
+    other = {r["question_id"]: r["judge"] >= 0.5 for r in _records(view_runs / "keyword")}
+    split = [r["question_id"] for r in records if (r["judge"] >= 0.5) != other[r["question_id"]]]
+    assert [row[2] for row in data.questions(1, disagree=True)["rows"]] == split
+    assert data.questions(1, page=1)["rows"] == []  # 6 questions: one page
+    with ViewServer(data).start() as server:
+        status, body = _get(server.url + "api/questions/1.json?outcome=wrong&page=0")
+        assert (status, json.loads(body)) == (200, wrong)
+        for bad in ("outcome=nonsense", "page=-1", "page=x"):
+            assert _get(server.url + f"api/questions/1.json?{bad}")[0] == 404
+
+
+@given(total=st.integers(0, 3 * PAGE), page=st.integers(0, 4))
+def test_the_pages_of_questions_cover_each_once_in_order(total: int, page: int) -> None:
+    results = [make_result(question_id=f"q{n}") for n in range(total)]
+    run = PartialRun(Path("r"), {}, results, [math.nan] * total, {}, None, None)
+    data = ViewData([run])
+    pages = [data.questions(0, page=p) for p in range(page + 1)]
+    shown = [row[0] for listed in pages for row in listed["rows"]]
+    assert shown == list(range(min(total, (page + 1) * PAGE)))
+    assert all(listed["total"] == total for listed in pages)
+
+
+def test_a_server_listens_before_it_has_its_runs(data: ViewData) -> None:
+    with ViewServer().start() as server:
+        assert _get(server.url)[0] == 200  # the page needs no run
+        server.provide(data)
+        assert json.loads(_get(server.url + "api/runs.json")[1]) == data.leaderboard()
+        with pytest.raises(RuntimeError):
+            server.provide(data)

@@ -37,9 +37,9 @@ def _records(run: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in (run / "results.jsonl").read_text("utf-8").splitlines()]
 
 
-def _shown(page: Page, hash_: str) -> None:
+def _shown(page: Page, hash_: str, timeout_s: float = 15) -> None:
     """Wait until the page has rendered route ``hash_``."""
-    page.wait_for_selector(f'main[data-ready="{hash_}"]', timeout=15_000)
+    page.wait_for_selector(f'main[data-ready="{hash_}"]', timeout=timeout_s * 1000)
 
 
 def _shot(page: Page, name: str) -> None:
@@ -174,8 +174,23 @@ def test_himga_view_serves_until_ctrl_c(view_runs: Path, offline_page: Page) -> 
         assert line.startswith("himga view: 3 runs at http://127.0.0.1:"), line
         url = line.split(" at ")[1].split()[0]
         offline_page.goto(url)
-        _shown(offline_page, "#/")
+        # The address comes before the runs are read (the killed run's metrics, and the
+        # imports they need): the page waits for them, slowly on a loaded machine.
+        _shown(offline_page, "#/", timeout_s=120)
         assert len(_cells(offline_page, "#leaderboard")) == 3
+        # The leaderboard came before the runs' results were read: their measurements
+        # are filled in as each is read (and no request is cut short by the Ctrl-C).
+        offline_page.wait_for_function(
+            "[...document.querySelectorAll('[data-measure]')].every(c => c.textContent !== '…')",
+            timeout=120_000,
+        )
+        headers = offline_page.eval_on_selector_all(
+            "#leaderboard th", "hs => hs.map(h => h.textContent)"
+        )
+        shown = {Path(row[0]).name: row for row in _cells(offline_page, "#leaderboard")}
+        bm25 = _records(view_runs / "bm25")
+        chars = sum(len(r["context"]) for r in bm25) / len(bm25)
+        assert shown["bm25"][headers.index("ctx chars")] == f"{chars:.0f}"
     finally:
         child.send_signal(signal.SIGINT)
         _, stderr = child.communicate(timeout=30)

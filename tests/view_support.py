@@ -79,7 +79,7 @@ def make_runs(root: Path) -> Path:
             text=True,
         )
         checkpoint = root / "runs" / "killed" / "checkpoint.jsonl"
-        deadline = time.monotonic() + 120
+        deadline = time.monotonic() + 600  # a loaded machine takes minutes to start himga
         try:
             while time.monotonic() < deadline and child.poll() is None:
                 if checkpoint.exists() and checkpoint.read_bytes().count(b"\n") > KILLED_AFTER:

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from himga._cli._options import path as path_argument
-from himga.runs import PartialRun, Run, RunReadError, find_runs, load_run
+from himga.runs import PartialRun, Run, RunHead, RunReadError, find_runs, load_head, load_run
 
 __all__ = ["register", "run"]
 
@@ -57,41 +58,61 @@ def run(args: argparse.Namespace) -> int:
     # Imported here: the viewer is only needed by this command.
     from himga.view import ViewData, ViewServer, write_html
 
-    loaded: list[Run | PartialRun] = []
+    paths: list[Path] = []
     for given in args.runs or [Path("runs")]:
         try:
-            paths = find_runs(given)
+            paths += find_runs(given)
         except RunReadError as exc:
             print(f"himga view: {exc}", file=sys.stderr)
-            continue
-        for path in paths:
-            try:
-                loaded.append(load_run(path))
-            except RunReadError as exc:
-                print(f"himga view: left out {path}: {exc}", file=sys.stderr)
-    if not loaded:
+    if not paths:
         print("himga view: error: no run to show", file=sys.stderr)
         return 2
-    data = ViewData(loaded)
     if args.html is not None:
+        loaded = _read(paths, load_run)
+        if not loaded:
+            return 2
         try:
-            write_html(data, args.html)
+            write_html(ViewData(loaded), args.html)
         except OSError as exc:
             print(f"himga view: error: cannot write {args.html}: {exc.strerror}", file=sys.stderr)
             return 2
         print(f"wrote {args.html} ({len(loaded)} runs)")
         return 0
     try:
-        server = ViewServer(data, port=args.port)
+        server = ViewServer(port=args.port)
     except OSError as exc:
         print(
             f"himga view: error: cannot serve on port {args.port}: {exc.strerror}", file=sys.stderr
         )
         return 2
     with server:
-        print(f"himga view: {len(loaded)} runs at {server.url} (Ctrl-C stops)", flush=True)
+        # The address first, the runs' heads next (manifests and metrics): a browser
+        # opened at once gets the page while they are read; their results are read
+        # when a page needs them.
+        server.start()
+        print(f"himga view: {len(paths)} runs at {server.url} (Ctrl-C stops)", flush=True)
         try:
-            server.serve_forever()
+            heads = _read(paths, load_head)
+            if not heads:
+                return 2
+            server.provide(ViewData(heads))
+            server.wait()
         except KeyboardInterrupt:
             print("himga view: stopped", file=sys.stderr)
     return 0
+
+
+def _read(
+    paths: list[Path], read: Callable[[Path], Run | RunHead | PartialRun]
+) -> list[Run | RunHead | PartialRun]:
+    """Each run ``read`` can read; those it cannot are named on stderr (and an error when
+    none is left)."""
+    loaded: list[Run | RunHead | PartialRun] = []
+    for path in paths:
+        try:
+            loaded.append(read(path))
+        except RunReadError as exc:
+            print(f"himga view: left out {path}: {exc}", file=sys.stderr)
+    if not loaded:
+        print("himga view: error: no run to show", file=sys.stderr)
+    return loaded

@@ -43,6 +43,7 @@ __all__ = [
     "judge_id",
     "offline_judge_responder",
     "prompt_hashes",
+    "recorded_scores",
 ]
 
 
@@ -101,8 +102,37 @@ class JudgeScores(list[float]):
 
 
 def _cache_key(llm: LLMClient, prompt: str) -> str:
-    material = json.dumps([llm.provider, llm.model, prompt])
+    return _request_key(llm.provider, llm.model, prompt)
+
+
+def _request_key(provider: str, model: str, prompt: str) -> str:
+    material = json.dumps([provider, model, prompt])
     return hashlib.sha256(material.encode("utf-8")).hexdigest()
+
+
+def recorded_scores(
+    results: Sequence[EvalResult], verdicts: Mapping[str, Any], *, provider: str, model: str
+) -> tuple[list[float], dict[int, str]]:
+    """The scores :func:`batch_judge` gave, or would give, ``results`` from the verdicts
+    it kept (its ``cache``: request key -> verdict) with a judge LLM of ``provider`` and
+    ``model``, asking nothing: what a run stopped while judging has. NaN for a result
+    with no prediction, or not judged yet (a verdict missing); the errors, by index, of
+    the results whose judge could not score its verdicts (as :func:`batch_judge`)."""
+    scores = [math.nan] * len(results)
+    errors: dict[int, str] = {}
+    for index, result in enumerate(results):
+        if result.prediction is None:
+            continue
+        try:
+            judge = _judge_of(result, OFFICIAL)
+            keys = [_request_key(provider, model, r.text) for r in judge.requests(result)]
+            if all(key in verdicts for key in keys):
+                scores[index] = judge.score(result, [verdicts[key] for key in keys])
+        except UnjudgeableError:
+            continue  # a dataset without a judge: unjudged, as batch_judge leaves it
+        except Exception as exc:  # a plug-in's judge is foreign code: this result's error
+            errors[index] = f"{type(exc).__name__}: {exc}"
+    return scores, errors
 
 
 def _judge_of(result: EvalResult, prompt: str) -> Judge:

@@ -37,7 +37,16 @@ from himga.runs._journal import JUDGE_JOURNAL
 from himga.runs._judge import JudgedRun, JudgeRunError, judge_run
 from himga.runs._judges import format_judges
 from himga.runs._leaderboard import Leaderboard, LeaderboardRow, format_leaderboard, leaderboard
-from himga.runs._load import PartialRun, RunStatus, find_runs, load_run, run_status
+from himga.runs._load import (
+    PartialRun,
+    RunHead,
+    RunStatus,
+    find_runs,
+    load_head,
+    load_run,
+    read_verdicts,
+    run_status,
+)
 from himga.runs._manifest import (
     MANIFEST_FORMAT,
     CostsInfo,
@@ -109,6 +118,7 @@ __all__ = [
     "Run",
     "RunDir",
     "RunDirError",
+    "RunHead",
     "RunLockedError",
     "RunOutcome",
     "RunReadError",
@@ -134,6 +144,7 @@ __all__ = [
     "guard_output",
     "judge_run",
     "leaderboard",
+    "load_head",
     "load_published",
     "load_run",
     "merge_runs",
@@ -142,6 +153,7 @@ __all__ = [
     "plot_report",
     "preflight",
     "published_for",
+    "read_verdicts",
     "render_report",
     "run_status",
     "summarize_run",

@@ -19,9 +19,24 @@ from typing import Any, Literal
 from himga.eval import compute_metrics
 from himga.eval._checkpoint import CheckpointError, read_checkpoint
 from himga.eval._result import EvalResult
-from himga.runs._rundir import MARKER, PLAN, Run, RunDir, RunReadError
+from himga.eval.judge import recorded_scores
+from himga.runs._files import leading_entries
+from himga.runs._journal import JUDGE_JOURNAL, read_journal
+from himga.runs._manifest import Manifest
+from himga.runs._rundir import JUDGE_CACHE, MARKER, PLAN, Run, RunDir, RunReadError
+from himga.runs._verdicts import VERDICTS
+from himga.runs._verdicts import read_verdicts as read_record
 
-__all__ = ["PartialRun", "RunStatus", "find_runs", "load_run", "run_status"]
+__all__ = [
+    "PartialRun",
+    "RunHead",
+    "RunStatus",
+    "find_runs",
+    "load_head",
+    "load_run",
+    "read_verdicts",
+    "run_status",
+]
 
 #: ``complete``: finished, every question answered; ``failed``: finished, but some
 #: questions failed (a memory, LLM or judge error: ``himga eval`` exited 3);
@@ -34,7 +49,9 @@ class PartialRun:
     """A run read from its checkpoint alone: ``identity`` is the checkpoint's header (the
     run identity: memory, arguments, dataset, LLM, judge), ``results`` the questions
     finished so far, ``metrics`` theirs (:func:`~himga.eval.compute_metrics`), ``judge``
-    NaN for each (verdicts come after every answer), ``planned`` the questions the run
+    their scores from the verdicts a run stopped while judging kept (:func:`read_verdicts`;
+    NaN for each question without one: verdicts come after every answer), ``judge_errors``
+    those of a judge that could not score its verdicts, ``planned`` the questions the run
     set out to answer and ``started_at`` when (``None`` for a run of a himga that did
     not record them)."""
 
@@ -60,7 +77,27 @@ class PartialRun:
         return str(self.identity.get("dataset") or "?")
 
 
-def run_status(run: Run | PartialRun) -> RunStatus:
+@dataclass(frozen=True)
+class RunHead:
+    """A finished run's manifest and metrics, its results not read (:func:`load_head`):
+    what a leaderboard needs, for the cost of two small files."""
+
+    path: Path
+    manifest: Manifest
+    metrics: dict[str, Any]
+
+    @property
+    def label(self) -> str:
+        """As :attr:`Run.label`."""
+        return self.manifest.label
+
+    @property
+    def dataset_name(self) -> str:
+        """As :attr:`Run.dataset_name`."""
+        return self.manifest.dataset.name
+
+
+def run_status(run: Run | RunHead | PartialRun) -> RunStatus:
     """``partial`` for a :class:`PartialRun`; ``failed`` for a finished run some of whose
     questions failed; else ``complete``."""
     if isinstance(run, PartialRun):
@@ -77,6 +114,21 @@ def load_run(path: str | os.PathLike[str]) -> Run | PartialRun:
     run_dir = RunDir(path)
     if run_dir.file("manifest.json").exists():
         return run_dir.read()
+    return _partial(run_dir)
+
+
+def load_head(path: str | os.PathLike[str]) -> RunHead | PartialRun:
+    """What :func:`load_run` reads, but of a finished run only its manifest and metrics
+    (a :class:`RunHead`; :func:`load_run` reads and checks its results when they are
+    needed); :class:`RunReadError` as there."""
+    run_dir = RunDir(path)
+    if run_dir.file("manifest.json").exists():
+        return RunHead(run_dir.path, run_dir.read_manifest(), run_dir.read_metrics())
+    return _partial(run_dir)
+
+
+def _partial(run_dir: RunDir) -> PartialRun:
+    """The run in ``run_dir``, which has no manifest, from its checkpoint."""
     checkpoint = run_dir.checkpoint
     try:
         recorded = read_checkpoint(checkpoint)
@@ -91,6 +143,20 @@ def load_run(path: str | os.PathLike[str]) -> Run | PartialRun:
     # A run that has only just started has not written its header yet: partial, nothing done.
     identity, done = recorded if recorded is not None else ({}, {})
     results = list(done.values())
+    judge: list[float] = [math.nan] * len(results)
+    errors: dict[int, str] = {}
+    described = identity.get("judge")
+    if isinstance(described, dict) and results:
+        verdicts = read_verdicts(run_dir)
+        if verdicts:
+            judge, errors = recorded_scores(
+                results,
+                verdicts,
+                provider=str(described.get("provider", "")),
+                model=str(described.get("model", "")),
+            )
+    # Counted answered but not judged: the questions the judging had not reached.
+    judged = any(not math.isnan(score) for score in judge)
     plan = _plan(run_dir)
     planned = plan.get("questions")
     started = plan.get("started_at")
@@ -98,11 +164,38 @@ def load_run(path: str | os.PathLike[str]) -> Run | PartialRun:
         path=run_dir.path,
         identity=identity,
         results=results,
-        judge=[math.nan] * len(results),
-        metrics=compute_metrics(results),
+        judge=judge,
+        metrics=compute_metrics(results, judge if judged else None),
         planned=planned if type(planned) is int else None,
         started_at=started if isinstance(started, str) else None,
+        judge_errors=tuple(errors.get(i) for i in range(len(results))) if errors else (),
     )
+
+
+def read_verdicts(run_dir: RunDir) -> dict[str, Any]:
+    """The judges' verdicts ``run_dir`` holds, by request key (what
+    :func:`~himga.eval.judge.batch_judge` keeps): every judge's in ``verdicts.jsonl``
+    (a request key names its judge's provider, model and prompt text, so the judges'
+    keys never collide), and, in a run of an older himga, ``judge_cache.json`` and the
+    whole lines of the journal a run stopped while judging left beside it; of a damaged
+    file, the verdicts before the damage. Read-only. The one place runs are read for
+    their verdicts, so that where ``himga eval`` keeps them is known here alone."""
+
+    def ignore(message: str) -> None:
+        pass  # a reader shows what is there; himga eval --resume says what it re-asks
+
+    recorded = read_record(run_dir.file(VERDICTS), ignore)
+    found: dict[str, Any] = {
+        key: verdict
+        for per_judge in recorded.verdicts.values()
+        for key, verdict in per_judge.items()
+    }
+    journal = read_journal(run_dir.file(JUDGE_JOURNAL), ignore)
+    try:
+        text = run_dir.file(JUDGE_CACHE).read_text("utf-8", errors="replace")
+    except OSError:  # none (a new run, or judging had not started), or unreadable
+        return {**journal, **found}
+    return {**leading_entries(text), **journal, **found}
 
 
 def _plan(run_dir: RunDir) -> dict[str, Any]:

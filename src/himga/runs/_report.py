@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -204,6 +205,9 @@ def _render_partial(run: PartialRun, table: str, figure: str) -> str:
     started = run.started_at or "at an unrecorded time"
     answer = identity.get("answer")
     judge = identity.get("judge")
+    judged = sum(1 for score in run.judge if not math.isnan(score))
+    # stopped while judging: the verdicts it got are scored (himga.runs.load_run)
+    verdicts = f"{judged:,} questions judged so far" if judged else "no verdict yet"
     what = [
         f"Memory `{run.label}` (`{identity.get('memory_class')}`, source hash "
         f"`{str(identity.get('memory_source_sha256'))[:16]}…`) on dataset `{dataset}` "
@@ -211,7 +215,7 @@ def _render_partial(run: PartialRun, table: str, figure: str) -> str:
         "No LLM: retrieval only."
         if not answer
         else f"Answers by {answer.get('provider')} model `{answer.get('model')}`"
-        + ("." if not judge else f", judged by `{judge.get('model')}` (no verdict yet)."),
+        + ("." if not judge else f", judged by `{judge.get('model')}` ({verdicts})."),
     ]
     return "\n".join(
         [

@@ -7,12 +7,13 @@ instead. The page is plain JavaScript and CSS shipped in the package: nothing is
 fetched from anywhere else (its Content-Security-Policy forbids it).
 """
 
-from himga.view._data import OUTCOMES, ViewData, evidence_spans, outcome, percentile
+from himga.view._data import OUTCOMES, PAGE, ViewData, evidence_spans, outcome, percentile
 from himga.view._page import write_html
 from himga.view._server import ViewServer
 
 __all__ = [
     "OUTCOMES",
+    "PAGE",
     "ViewData",
     "ViewServer",
     "evidence_spans",

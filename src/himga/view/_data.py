@@ -1,23 +1,27 @@
 """The viewer's data: the JSON documents both the server and the single HTML file hand the page.
 
-Three kinds of document, the same in both modes, so the page has one code path:
+Four kinds of document, the same in both modes, so the page has one code path:
 
 * the leaderboard (:meth:`ViewData.leaderboard`): one entry per run, with its arm and
   per-category metrics (the registry's table columns, the judge's with its Wilson 95%
   interval), retrieval latency p50/p95,
   context size, model-call cost and wall time, and its recall@k curve;
+* a page of a run's questions (:meth:`ViewData.questions`): filtered by category,
+  outcome and judge disagreement, 50 to a page;
 * a run's question index (:meth:`ViewData.index`): one compact row per question,
-  columns as arrays (what the question list filters, sorts, pages and diffs over);
+  columns as arrays (what the diff of two runs matches and compares);
 * one question in full (:meth:`ViewData.question`): texts, evidence, the retrieved
   context with the spans of the evidence in it, answer, verdict, errors.
 
-Only the index is sent whole (tens of bytes a question); each question's record,
-whose context is the bulk of a run, is sent when the page shows it.
+A run may be given by its head alone (:class:`~himga.runs.RunHead`: manifest and
+metrics); its results, the bulk of it, are then read the first time a document needs
+them, so the leaderboard of large runs costs their small files only.
 """
 
 from __future__ import annotations
 
 import math
+import threading
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -28,9 +32,18 @@ from himga.eval import (
     judge_interval,
     question_scores,
 )
-from himga.runs import ARM_TITLES, HEADLINE_METRICS, PartialRun, Run, arm_of, run_status
+from himga.runs import (
+    ARM_TITLES,
+    HEADLINE_METRICS,
+    PartialRun,
+    Run,
+    RunHead,
+    arm_of,
+    load_run,
+    run_status,
+)
 
-__all__ = ["OUTCOMES", "ViewData", "evidence_spans", "outcome", "percentile"]
+__all__ = ["OUTCOMES", "PAGE", "ViewData", "evidence_spans", "outcome", "percentile"]
 
 #: Each question's outcome, by its index in the question index's ``outcome`` column:
 #: ``correct`` -- judged right (score >= 0.5) or, unjudged, an evidence turn's text is in
@@ -39,6 +52,8 @@ __all__ = ["OUTCOMES", "ViewData", "evidence_spans", "outcome", "percentile"]
 OUTCOMES = ("correct", "wrong", "error", "unscored")
 
 _TEXT_SHOWN = 160  # characters of a question kept in the index (the page shows the rest)
+#: Questions to a page of the question list.
+PAGE = 50
 
 
 def percentile(values: Sequence[float], share: float) -> float | None:
@@ -98,24 +113,45 @@ def _number(value: Any) -> float | None:
 
 
 class ViewData:
-    """The documents of the viewer for ``runs`` (read by :func:`himga.runs.load_run`);
-    run ``i`` is ``runs[i]``."""
+    """The documents of the viewer for ``runs``: each read by :func:`himga.runs.load_run`,
+    or a :class:`~himga.runs.RunHead` (:func:`himga.runs.load_head`) whose results are
+    read on first need (:meth:`run`); run ``i`` is ``runs[i]``. Thread-safe."""
 
-    def __init__(self, runs: Sequence[Run | PartialRun]) -> None:
-        self.runs = list(runs)
-        self._scores = [self._score_metric(run) for run in self.runs]
+    def __init__(self, runs: Sequence[Run | PartialRun | RunHead]) -> None:
+        self.heads = list(runs)
+        self._loaded: list[Run | PartialRun | None] = [
+            None if isinstance(run, RunHead) else run for run in self.heads
+        ]
+        self._locks = [threading.Lock() for _ in self.heads]
+        self._indexes: dict[int, dict[str, Any]] = {}
+        self._scores = [self._score_metric(run) for run in self.heads]
         self._table_metrics = tuple(n for n, m in available_metrics().items() if m.in_table)
 
+    def __len__(self) -> int:
+        return len(self.heads)
+
+    def run(self, i: int) -> Run | PartialRun:
+        """Run ``i`` with its results, read now if it was given by its head
+        (:class:`~himga.runs.RunReadError` when they cannot be: changed since, say)."""
+        with self._locks[i]:  # read once, however many requests ask at once
+            loaded = self._loaded[i]
+            if loaded is None:
+                loaded = self._loaded[i] = load_run(self.heads[i].path)
+            return loaded
+
     @staticmethod
-    def _score_metric(run: Run | PartialRun) -> str | None:
+    def _score_metric(run: Run | PartialRun | RunHead) -> str | None:
         overall = run.metrics.get("overall", {})
         # the per-question score the list shows and the diff subtracts: the headline's metric
         return next((m for m in HEADLINE_METRICS if _number(overall.get(m)) is not None), None)
 
-    def leaderboard(self) -> dict[str, Any]:
-        """Every run's entry, with the metric columns any of them has a value for."""
+    def leaderboard(self, *, measure: bool = False) -> dict[str, Any]:
+        """Every run's entry, with the metric columns any of them has a value for. The
+        measurements of the results (latency, context size) are in the entries of runs
+        whose results are read; ``measure`` reads every run's first (:meth:`entry` gives
+        one run's)."""
         registry = available_metrics()
-        entries = [self._entry(i, run) for i, run in enumerate(self.runs)]
+        entries = [self.entry(i, measure=measure) for i in range(len(self.heads))]
         shown = [
             {"key": name, "title": metric.title}
             for name, metric in registry.items()
@@ -123,50 +159,63 @@ class ViewData:
         ]
         return {"columns": shown, "ks": list(RANK_KS), "runs": entries}
 
-    def _entry(self, i: int, run: Run | PartialRun) -> dict[str, Any]:
-        metrics = run.metrics
+    def entry(self, i: int, *, measure: bool = True) -> dict[str, Any]:
+        """Run ``i``'s leaderboard entry; with ``measure`` its results are read for the
+        retrieval latency p50/p95 and the context size (``measured``: whether they are in)."""
+        head = self.heads[i]
+        run = self.run(i) if measure else self._loaded[i]
+        metrics = head.metrics
         blocks: dict[str, Mapping[str, Any]] = {"overall": metrics.get("overall", {})}
         blocks |= metrics.get("by_category", {})
-        ok = [r for r in run.results if r.memory_error is None]
-        latencies = [r.retrieval_latency_s for r in ok]
-        chars = [len(r.context) for r in ok]
         entry: dict[str, Any] = {
             "id": i,
-            "path": str(run.path),
-            "label": run.label,
-            "dataset": run.dataset_name,
-            "status": run_status(run),
-            "done": len(run.results),
+            "path": str(head.path),
+            "label": head.label,
+            "dataset": head.dataset_name,
+            "status": run_status(head),
             "blocks": {
                 name: {k: v for k, v in block.items() if _number(v) is not None}
                 for name, block in blocks.items()
             },
             "intervals": _intervals(blocks),
-            "latency_p50_s": percentile(latencies, 0.5),
-            "latency_p95_s": percentile(latencies, 0.95),
-            "context_chars": sum(chars) / len(chars) if chars else None,
             "score": self._scores[i],
             "recall": [_number(blocks["overall"].get(f"recall@{k}")) for k in RANK_KS],
+            "measured": run is not None,
+            "latency_p50_s": None,
+            "latency_p95_s": None,
+            "context_chars": None,
         }
-        if isinstance(run, PartialRun):
-            identity = run.identity
+        if run is not None:
+            ok = [r for r in run.results if r.memory_error is None]
+            latencies = [r.retrieval_latency_s for r in ok]
+            chars = [len(r.context) for r in ok]
+            entry |= {
+                "latency_p50_s": percentile(latencies, 0.5),
+                "latency_p95_s": percentile(latencies, 0.95),
+                "context_chars": sum(chars) / len(chars) if chars else None,
+            }
+        if isinstance(head, PartialRun):
+            identity = head.identity
             judge = identity.get("judge")
             entry |= {
                 "arm": None,
+                "done": len(head.results),
                 "memory": identity.get("memory_spec"),
                 "arguments": identity.get("memory_arguments") or {},
-                "total": run.planned,
-                "date": run.started_at,
+                "total": head.planned,
+                "date": head.started_at,
                 "judge_model": None if not isinstance(judge, dict) else judge.get("model"),
                 "wall_time_s": None,
                 "cost": None,
             }
             return entry
-        manifest = run.manifest
+        manifest = head.manifest
         costs = manifest.costs
         phases = () if costs is None else costs.phases.phases
         entry |= {
             "arm": ARM_TITLES[arm_of(manifest)],
+            # a finished run answered every question it planned (its results are them)
+            "done": manifest.dataset.questions,
             "memory": manifest.memory.spec,
             "arguments": dict(manifest.memory.arguments),
             "total": manifest.dataset.questions,
@@ -183,11 +232,76 @@ class ViewData:
         }
         return entry
 
+    def questions(
+        self,
+        i: int,
+        *,
+        category: str = "",
+        outcome: str = "",
+        disagree: bool = False,
+        page: int = 0,
+    ) -> dict[str, Any]:
+        """Page ``page`` (of :data:`PAGE` questions) of run ``i``'s questions in the run's
+        order, those of ``category`` and ``outcome`` (one of :data:`OUTCOMES`; ``""``:
+        any), with ``disagree`` those on which the judged runs' verdicts differ: ``total``
+        questions chosen, each row ``[n, sample, question id, category, the question's
+        first characters, outcome, score]``."""
+        index = self.index(i)
+        split = self._split() if disagree else None
+        chosen = [
+            n
+            for n in range(len(index["sample"]))
+            if (not category or index["categories"][index["category"][n]] == category)
+            and (not outcome or OUTCOMES[index["outcome"][n]] == outcome)
+            and (split is None or (index["sample"][n], index["question_id"][n]) in split)
+        ]
+        rows = [
+            [
+                n,
+                index["sample"][n],
+                index["question_id"][n],
+                index["categories"][index["category"][n]],
+                index["text"][n],
+                OUTCOMES[index["outcome"][n]],
+                index["score"][n],
+            ]
+            for n in chosen[page * PAGE : (page + 1) * PAGE]
+        ]
+        return {
+            "run": i,
+            "categories": index["categories"],
+            "outcomes": list(OUTCOMES),
+            "score_metric": index["score_metric"],
+            "total": len(chosen),
+            "page": page,
+            "rows": rows,
+        }
+
+    def _split(self) -> set[tuple[str, str]]:
+        """The questions (sample, question id) given different verdicts by the judged runs."""
+        verdicts: dict[tuple[str, str], set[int]] = {}
+        for j, score in enumerate(self._scores):
+            if score != "judge":
+                continue
+            index = self.index(j)
+            for n, found in enumerate(index["outcome"]):
+                if OUTCOMES[found] in ("correct", "wrong"):
+                    key = (index["sample"][n], index["question_id"][n])
+                    verdicts.setdefault(key, set()).add(found)
+        return {key for key, found in verdicts.items() if len(found) > 1}
+
     def index(self, i: int) -> dict[str, Any]:
         """Run ``i``'s question index: parallel arrays, one element per question in the
         run's order; ``category`` and ``outcome`` index ``categories`` and ``outcomes``,
-        ``score`` is the question's value of ``score_metric`` (``None`` without one)."""
-        run = self.runs[i]
+        ``score`` is the question's value of ``score_metric`` (``None`` without one).
+        Built once: do not change it."""
+        run = self.run(i)
+        with self._locks[i]:  # built once per run
+            if i not in self._indexes:
+                self._indexes[i] = self._index(i, run)
+            return self._indexes[i]
+
+    def _index(self, i: int, run: Run | PartialRun) -> dict[str, Any]:
         metric = self._scores[i]
         categories: dict[str, int] = {}
         columns: dict[str, list[Any]] = {
@@ -219,7 +333,7 @@ class ViewData:
     def question(self, i: int, n: int) -> dict[str, Any]:
         """Question ``n`` of run ``i`` in full: the result record, its verdict, outcome and
         the spans of the evidence texts in its context; ``IndexError`` when there is none."""
-        run = self.runs[i]
+        run = self.run(i)
         if not 0 <= n < len(run.results):
             raise IndexError(f"run {i} has no question {n}")
         result = run.results[n]

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from himga.runs import write_text_atomic
-from himga.view._data import ViewData
+from himga.view._data import PAGE, ViewData
 
 __all__ = ["CHUNK", "page", "to_json", "write_html"]
 
@@ -34,22 +34,24 @@ def _script(element_id: str, document: Any) -> str:
     return f'<script type="application/json" id="{element_id}">{text}</script>'
 
 
-def page(data: ViewData, *, embed: bool) -> str:
-    """The page: with ``embed``, a self-contained file holding every document (the
+def page(data: ViewData | None) -> str:
+    """The page: with ``data``, a self-contained file holding every document of it (the
     questions' records in elements of :data:`CHUNK`, each parsed only when one of its
     questions is shown); without, the page a server hands out, which fetches its
-    documents from that server."""
-    boot = {"mode": "static" if embed else "served", "chunk": CHUNK}
+    documents from that server (and so needs no run read to be served)."""
+    boot = {"mode": "served" if data is None else "static", "chunk": CHUNK, "page": PAGE}
     blocks = [_script("himga-boot", boot)]
-    if embed:
-        blocks.append(_script("himga-runs", data.leaderboard()))
-        for i, run in enumerate(data.runs):
+    title = "himga view"
+    if data is not None:
+        blocks.append(_script("himga-runs", data.leaderboard(measure=True)))
+        for i in range(len(data)):
+            run = data.run(i)
             blocks.append(_script(f"himga-index-{i}", data.index(i)))
             for chunk in range(0, len(run.results), CHUNK):
                 end = min(chunk + CHUNK, len(run.results))
                 details = [data.question(i, n) for n in range(chunk, end)]
                 blocks.append(_script(f"himga-details-{i}-{chunk // CHUNK}", details))
-    title = ", ".join(f"{run.label} on {run.dataset_name}" for run in data.runs)
+        title = ", ".join(f"{head.label} on {head.dataset_name}" for head in data.heads)
     return (
         _asset("page.html")
         .replace("/*CSS*/", _asset("viewer.css"))
@@ -63,5 +65,5 @@ def write_html(data: ViewData, file: str | os.PathLike[str]) -> Path:
     """Write the self-contained page of ``data`` (every document embedded) to ``file``,
     atomically; its path. It opens from disk, offline, in any browser."""
     path = Path(file)
-    write_text_atomic(path, page(data, embed=True))
+    write_text_atomic(path, page(data))
     return path

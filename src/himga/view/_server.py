@@ -8,38 +8,63 @@ from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
 from typing import Any
+from urllib.parse import parse_qs
 
-from himga.view._data import ViewData
+from himga.runs import RunReadError
+from himga.view._data import OUTCOMES, ViewData
 from himga.view._page import page, to_json
 
 __all__ = ["ViewServer"]
 
 _QUESTION = re.compile(r"/api/question/(\d+)/(\d+)\.json")
 _INDEX = re.compile(r"/api/index/(\d+)\.json")
+_ENTRY = re.compile(r"/api/entry/(\d+)\.json")
+_QUESTIONS = re.compile(r"/api/questions/(\d+)\.json")
+_JSON = "application/json"
 
 
 class ViewServer:
     """Serves ``data`` on ``127.0.0.1:port`` (``0``: a free port) from :meth:`start` (a
-    background thread) or :meth:`serve_forever`, until :meth:`close`. Documents: ``/`` the
-    page, ``/api/runs.json`` the leaderboard, ``/api/index/I.json`` run ``I``'s question
-    index, ``/api/question/I/N.json`` question ``N`` of run ``I``. A context manager."""
+    background thread) or :meth:`serve_forever`, until :meth:`close`. Listens from the
+    start, so its address can be handed out before the runs are read: without ``data``,
+    requests for documents wait for :meth:`provide`. A context manager.
 
-    def __init__(self, data: ViewData, port: int = 0) -> None:
-        self.data = data
-        self._page = page(data, embed=False).encode("utf-8")
-        self._indexes: dict[int, bytes] = {}
-        self._lock = threading.Lock()
+    Documents: ``/`` the page; ``/api/runs.json`` the leaderboard (each run's
+    measurements only once its results are read); ``/api/entry/I.json`` run ``I``'s
+    entry, measured (reads its results); ``/api/questions/I.json?category=C&outcome=O
+    &disagree=1&page=P`` a page of run ``I``'s questions (:meth:`ViewData.questions`);
+    ``/api/index/I.json`` its question index; ``/api/question/I/N.json`` its question
+    ``N``. A run whose results cannot be read answers 500 with the reason.
+    """
+
+    def __init__(self, data: ViewData | None = None, port: int = 0) -> None:
+        self._data = data
+        self._ready = threading.Event()
+        if data is not None:
+            self._ready.set()
+        self._page = page(None).encode("utf-8")
         self._server = ThreadingHTTPServer(("127.0.0.1", port), _handler(self))
         self._server.daemon_threads = True
         self._thread: threading.Thread | None = None
-        # The question indexes are built at once, beside the first requests (the page and
-        # the leaderboard need none), so the question list rarely waits for its run's.
-        threading.Thread(target=self._build_indexes, daemon=True).start()
 
     @property
     def url(self) -> str:
         """``http://127.0.0.1:PORT/``."""
         return f"http://127.0.0.1:{self._server.server_address[1]}/"
+
+    @property
+    def data(self) -> ViewData:
+        """The runs served (waits for :meth:`provide` when not given yet)."""
+        self._ready.wait()
+        assert self._data is not None  # set before the event
+        return self._data
+
+    def provide(self, data: ViewData) -> None:
+        """Serve ``data`` from now on (once: the runs a server shows do not change)."""
+        if self._data is not None:
+            raise RuntimeError("this server already has its runs")
+        self._data = data
+        self._ready.set()
 
     def start(self) -> ViewServer:
         """Serve on a daemon thread; returns ``self``."""
@@ -50,6 +75,11 @@ class ViewServer:
     def serve_forever(self) -> None:
         """Serve on this thread until :meth:`close` (from another) or an exception."""
         self._server.serve_forever()
+
+    def wait(self) -> None:
+        """Block until the thread of :meth:`start` ends (a Ctrl-C interrupts the wait)."""
+        if self._thread is not None:
+            self._thread.join()
 
     def close(self) -> None:
         """Stop serving and free the port (idempotent)."""
@@ -70,50 +100,74 @@ class ViewServer:
     ) -> None:
         self.close()
 
-    def document(self, path: str) -> tuple[bytes, str] | None:
-        """The body and content type at ``path``; ``None`` when there is no such document."""
-        runs = len(self.data.runs)
+    def document(self, path: str, query: str = "") -> tuple[bytes, str] | None:
+        """The body and content type at ``path`` (with ``query``, the part after ``?``);
+        ``None`` when there is no such document; :class:`~himga.runs.RunReadError` when
+        the run's results cannot be read."""
         if path in ("/", "/index.html"):
             return self._page, "text/html; charset=utf-8"
+        if not path.startswith("/api/"):
+            return None
+        data = self.data
         if path == "/api/runs.json":
-            return self._json(self.data.leaderboard()), "application/json"
-        found = _INDEX.fullmatch(path)
-        if found and int(found[1]) < runs:
-            return self._index(int(found[1])), "application/json"
+            return _json(data.leaderboard()), _JSON
+        found = _ENTRY.fullmatch(path) or _INDEX.fullmatch(path) or _QUESTIONS.fullmatch(path)
+        if found and int(found[1]) < len(data):
+            i = int(found[1])
+            if found.re is _ENTRY:
+                return _json(data.entry(i)), _JSON
+            if found.re is _INDEX:
+                return _json(data.index(i)), _JSON
+            return self._questions(data, i, parse_qs(query))
         found = _QUESTION.fullmatch(path)
-        if found and int(found[1]) < runs:
+        if found and int(found[1]) < len(data):
             try:
-                return self._json(self.data.question(int(found[1]), int(found[2]))), (
-                    "application/json"
-                )
+                return _json(data.question(int(found[1]), int(found[2]))), _JSON
             except IndexError:
                 return None
         return None
 
-    def _index(self, i: int) -> bytes:
-        with self._lock:  # built once per run
-            if i not in self._indexes:
-                self._indexes[i] = self._json(self.data.index(i))
-            return self._indexes[i]
-
-    def _build_indexes(self) -> None:
-        for i in range(len(self.data.runs)):
-            self._index(i)
-
     @staticmethod
-    def _json(document: Any) -> bytes:
-        return to_json(document).encode("utf-8")
+    def _questions(data: ViewData, i: int, query: dict[str, list[str]]) -> tuple[bytes, str] | None:
+        def one(name: str) -> str:
+            return query.get(name, [""])[-1]
+
+        page = one("page") or "0"
+        outcome = one("outcome")
+        if not page.isdigit() or outcome not in ("", *OUTCOMES):
+            return None
+        chosen = data.questions(
+            i,
+            category=one("category"),
+            outcome=outcome,
+            disagree=one("disagree") == "1",
+            page=int(page),
+        )
+        return _json(chosen), _JSON
+
+
+def _json(document: Any) -> bytes:
+    return to_json(document).encode("utf-8")
 
 
 def _handler(server: ViewServer) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         def do_GET(self) -> None:
-            found = server.document(self.path.partition("?")[0])
+            path, _, query = self.path.partition("?")
+            try:
+                found = server.document(path, query)
+            except RunReadError as exc:
+                self._send(
+                    HTTPStatus.INTERNAL_SERVER_ERROR, str(exc).encode(), "text/plain; charset=utf-8"
+                )
+                return
             if found is None:
                 self.send_error(HTTPStatus.NOT_FOUND, "no such document")
                 return
-            body, kind = found
-            self.send_response(HTTPStatus.OK)
+            self._send(HTTPStatus.OK, *found)
+
+        def _send(self, status: HTTPStatus, body: bytes, kind: str) -> None:
+            self.send_response(status)
             self.send_header("Content-Type", kind)
             self.send_header("Content-Length", str(len(body)))
             self.send_header("Cache-Control", "no-store")

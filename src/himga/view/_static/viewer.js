@@ -3,8 +3,8 @@
 // run goes into the page as a text node, never as HTML.
 "use strict";
 (() => {
-  const PAGE = 50;
   const boot = JSON.parse(document.getElementById("himga-boot").textContent);
+  const PAGE = boot.page;
   const main = document.getElementById("main");
   const memo = new Map();
 
@@ -24,6 +24,12 @@
   const served = boot.mode === "served";
   const api = {
     runs: () => once("runs", () => (served ? fetched("api/runs.json") : embedded("himga-runs"))),
+    // A served leaderboard comes before any run's results are read: an entry's
+    // measurements (latency, context size) come with its measured entry.
+    entry: (i) => once(`entry/${i}`, () => fetched(`api/entry/${i}.json`)),
+    // A page of a run's questions: the server filters and pages them; the single file
+    // does the same here, over its embedded index.
+    questions: (i, filters) => (served ? fetched(route(`api/questions/${i}.json`, filters).slice(1)) : questionPage(i, filters)),
     index: (i) =>
       once(`index/${i}`, () => (served ? fetched(`api/index/${i}.json`) : embedded(`himga-index-${i}`))),
     question: async (i, n) => {
@@ -83,9 +89,26 @@
   }
 
   // ---- pages --------------------------------------------------------------------------
+  // An entry's measurements, as cells; "…" until its results are read (served mode), and
+  // each cell filled in then.
+  function measures(run) {
+    const cells = [
+      h("td", { class: "num", "data-measure": "p50" }, run.measured ? ms(run.latency_p50_s) : "…"),
+      h("td", { class: "num", "data-measure": "p95" }, run.measured ? ms(run.latency_p95_s) : "…"),
+      h("td", { class: "num", "data-measure": "chars" }, run.measured ? fmt(run.context_chars, 0) : "…"),
+    ];
+    if (!run.measured)
+      api.entry(run.id).then(
+        (entry) => cells.forEach((cell, j) => (cell.textContent = [ms(entry.latency_p50_s), ms(entry.latency_p95_s), fmt(entry.context_chars, 0)][j])),
+        (error) => cells.forEach((cell) => ((cell.textContent = "!"), cell.setAttribute("title", String(error.message || error)))),
+      );
+    return cells;
+  }
+
   async function leaderboard() {
     const board = await api.runs();
     const runs = board.runs;
+    document.title = runs.map((run) => `${run.label} on ${run.dataset}`).join(", ");
     const head = ["run", "benchmark", "memory", "status", "questions"];
     const tail = ["retrieval p50", "p95", "ctx chars", "judge model", "model calls", "tokens in / out", "wall", "started"];
     const rows = runs.map((run) =>
@@ -98,9 +121,7 @@
         h("td", { class: `status ${run.status}` }, run.status),
         h("td", { class: "num" }, `${count(run.done)}/${count(run.total)}`),
         board.columns.map((c) => h("td", { class: "num" }, metric(run, "overall", c.key))),
-        h("td", { class: "num" }, ms(run.latency_p50_s)),
-        h("td", { class: "num" }, ms(run.latency_p95_s)),
-        h("td", { class: "num" }, fmt(run.context_chars, 0)),
+        measures(run),
         h("td", {}, run.judge_model || "–"),
         h("td", { class: "num" }, run.cost ? count(run.cost.calls) : "–"),
         h("td", { class: "num" }, run.cost ? `${count(run.cost.input_tokens)} / ${count(run.cost.output_tokens)}` : "–"),
@@ -201,42 +222,48 @@
     return byKey;
   }
 
+  // The single file's page of questions, as the server's /api/questions (ViewData.questions).
+  async function questionPage(i, filters) {
+    const index = await api.index(i);
+    const split = filters.disagree ? await verdicts() : null;
+    const chosen = [];
+    for (let n = 0; n < index.sample.length; n++) {
+      if (filters.category && index.categories[index.category[n]] !== filters.category) continue;
+      if (filters.outcome && index.outcomes[index.outcome[n]] !== filters.outcome) continue;
+      if (split && !((split.get(key(index, n)) || new Set()).size > 1)) continue;
+      chosen.push(n);
+    }
+    const rows = chosen
+      .slice(filters.page * PAGE, (filters.page + 1) * PAGE)
+      .map((n) => [n, index.sample[n], index.question_id[n], index.categories[index.category[n]], index.text[n], index.outcomes[index.outcome[n]], index.score[n]]);
+    return { run: i, categories: index.categories, outcomes: index.outcomes, score_metric: index.score_metric, total: chosen.length, page: filters.page, rows };
+  }
+
   async function questionList(i, params) {
     const board = await api.runs();
     const run = board.runs[i];
     if (!run) throw new Error(`no run ${i}`);
-    const index = await api.index(i);
     const category = params.get("category") || "";
     const outcomeName = params.get("outcome") || "";
     const disagree = params.get("disagree") === "1";
     const page = Number(params.get("page") || 0);
-    const split = disagree ? await verdicts() : null;
-    const wantCategory = category ? index.categories.indexOf(category) : -1;
-    const wantOutcome = outcomeName ? index.outcomes.indexOf(outcomeName) : -1;
-    const chosen = [];
-    for (let n = 0; n < index.sample.length; n++) {
-      if (wantCategory >= 0 ? index.category[n] !== wantCategory : category) continue;
-      if (wantOutcome >= 0 && index.outcome[n] !== wantOutcome) continue;
-      if (split && !((split.get(key(index, n)) || new Set()).size > 1)) continue;
-      chosen.push(n);
-    }
+    const listed = await api.questions(i, { category, outcome: outcomeName, disagree: disagree ? 1 : "", page });
     const go = (changes) => (location.hash = route(`/run/${i}`, { category, outcome: outcomeName, disagree: disagree ? 1 : "", page: 0, ...changes }));
     const select = (id, value, options, name) =>
       h("select", { id, onchange: (e) => go({ [name]: e.target.value }) }, h("option", { value: "" }, "all"), options.map((o) => h("option", { value: o, selected: o === value }, o)));
-    const shown = chosen.slice(page * PAGE, (page + 1) * PAGE);
     return [
       h("p", {}, link("#/", "‹ leaderboard")),
       h("h1", {}, `${run.label} on ${run.dataset}`),
-      h("p", { class: "muted" }, `${run.path} · ${run.status} · ${count(run.done)}/${count(run.total)} questions · score: ${index.score_metric || "none"}`),
+      h("p", { class: "muted" }, `${run.path} · ${run.status} · ${count(run.done)}/${count(run.total)} questions · score: ${listed.score_metric || "none"}`),
       h(
         "p",
         { class: "filters" },
-        "category ", select("filter-category", category, index.categories, "category"),
-        " outcome ", select("filter-outcome", outcomeName, index.outcomes, "outcome"),
+        "category ", select("filter-category", category, listed.categories, "category"),
+        " outcome ", select("filter-outcome", outcomeName, listed.outcomes, "outcome"),
         " ",
         h("label", {}, h("input", { type: "checkbox", id: "filter-disagree", checked: disagree, onchange: (e) => go({ disagree: e.target.checked ? 1 : "" }) }), " judges disagree (across the runs shown)"),
       ),
-      pager(chosen.length, page, (p) => go({ page: p })),
+      pager(listed.total, page, (p) => go({ page: p })),
       h(
         "table",
         { id: "questions" },
@@ -244,17 +271,17 @@
         h(
           "tbody",
           {},
-          shown.map((n) =>
+          listed.rows.map(([n, sample, questionId, categoryName, text, outcome, score]) =>
             h(
               "tr",
               {},
               h("td", { class: "num" }, n),
-              h("td", {}, index.sample[n]),
-              h("td", {}, index.question_id[n]),
-              h("td", {}, index.categories[index.category[n]]),
-              h("td", {}, link(route(`/run/${i}/q/${n}`), index.text[n])),
-              h("td", { class: `outcome ${index.outcomes[index.outcome[n]]}` }, index.outcomes[index.outcome[n]]),
-              h("td", { class: "num" }, fmt(index.score[n])),
+              h("td", {}, sample),
+              h("td", {}, questionId),
+              h("td", {}, categoryName),
+              h("td", {}, link(route(`/run/${i}/q/${n}`), text)),
+              h("td", { class: `outcome ${outcome}` }, outcome),
+              h("td", { class: "num" }, fmt(score)),
             ),
           ),
         ),
