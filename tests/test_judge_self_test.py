@@ -241,3 +241,32 @@ def test_a_gold_that_describes_the_reply_takes_no_part(category: str) -> None:
     qa = QAPair("c:q1", "What should I use?", "Response should suggest a tool", category)
     sample = Sample("c", "beam-100k", [Session("S1", [Message("user", "hi")])], [qa])
     assert judge_test_items([sample], n=5, seed=0) == ([], 0)
+
+
+def test_the_strict_prompt_is_tested_when_asked_and_an_unknown_one_refused(
+    data_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "fake")
+    with FakeLLMServer(responder=always_correct) as server:
+        _, official, _ = _judge_test(server, tmp_path)
+        _, strict, _ = _judge_test(server, tmp_path, "--judge-prompt", "strict", name="s.json")
+        prompts = {r.body["messages"][-1]["content"][:60] for r in server.requests}
+        unknown = ["--judge-prompt", "lenient", "--no-progress"]
+        code, stderr = run_cli(
+            [
+                "judge-test",
+                "--judge-llm",
+                "openai",
+                "--judge-base-url",
+                server.openai_base_url,
+                *unknown,
+            ]
+        )
+    judges = official["judge"], strict["judge"]
+    assert isinstance(judges[0], dict)
+    assert isinstance(judges[1], dict)
+    assert (judges[0]["prompt"], judges[1]["prompt"]) == ("official", "strict")
+    assert judges[0]["prompt_hashes"] != judges[1]["prompt_hashes"]
+    assert len(prompts) >= 2  # the two prompts asked differently
+    assert code == 2
+    assert "lenient" in stderr

@@ -65,6 +65,12 @@ def register(commands: Any) -> None:
         help="the judge's OpenAI- or Anthropic-compatible server (default: the provider's "
         "environment variable)",
     )
+    parser.add_argument(
+        "--judge-prompt",
+        default="official",
+        metavar="NAME",
+        help="the dataset's judge prompt to test (default: official; see docs/judges.md)",
+    )
     parser.add_argument("--dataset", default="locomo", help="dataset name (default: locomo)")
     parser.add_argument("--data-path", type=path, default=None, help="dataset file or directory")
     parser.add_argument(
@@ -178,6 +184,7 @@ def run(args: argparse.Namespace) -> int:
             seed=args.seed,
             max_false_accept=args.max_false_accept,
             show_progress=not args.no_progress,
+            prompt=args.judge_prompt,
         )
     except (
         BenchmarkLoadError,

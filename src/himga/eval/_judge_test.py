@@ -40,6 +40,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, Literal
 
+from himga.benchmarks._judge_prompts import OFFICIAL, get_judge_prompt
 from himga.benchmarks._offline import covered
 from himga.benchmarks._registry import get_benchmark
 from himga.benchmarks.beam._load import EVENT_ORDERING, INSTRUCTION_FOLLOWING, PREFERENCE_FOLLOWING
@@ -381,9 +382,11 @@ def run_judge_test(
     seed: int = 0,
     max_false_accept: float = DEFAULT_MAX_FALSE_ACCEPT,
     show_progress: bool = True,
+    prompt: str = OFFICIAL,
 ) -> JudgeTestResult:
     """Judge every set's answers for ``n`` questions of ``samples`` (of ``dataset``) with
-    ``llm`` through the dataset's own judge (:func:`~himga.eval.batch_judge`: its
+    ``llm`` through the dataset's judge prompt ``prompt`` (default: its official judge;
+    a ``ValueError`` for a prompt it does not have) (:func:`~himga.eval.batch_judge`: its
     requests, parse and score), and measure each set's acceptance.
 
     Pass an ``llm`` built with a cache (``get_client(..., cache=PATH)``) and a rerun asks
@@ -392,15 +395,18 @@ def run_judge_test(
     """
     if not 0.0 <= max_false_accept <= 1.0:
         raise ValueError(f"max_false_accept must be in [0, 1], got {max_false_accept}")
-    judge = get_benchmark(dataset).judge
-    if judge is None:
+    if prompt == OFFICIAL and get_benchmark(dataset).judge is None:
         raise ValueError(f"dataset {dataset!r} has no judge to test")
+    judge = get_judge_prompt(dataset, prompt).judge
     items, eligible = judge_test_items(samples, n=n, seed=seed)
     if not eligible:
         raise ValueError(f"{dataset}: no question has a gold answer to test a judge with")
     answered = [item for item in items if item.answer is not None]
     scores = batch_judge(
-        [item.result(dataset) for item in answered], llm=llm, show_progress=show_progress
+        [item.result(dataset) for item in answered],
+        llm=llm,
+        show_progress=show_progress,
+        prompt=prompt,
     )
     score_of = {id(item): score for item, score in zip(answered, scores, strict=True)}
     sets = tuple(
@@ -413,6 +419,10 @@ def run_judge_test(
         questions=len(items) // len(SET_NAMES),
         eligible=eligible,
         max_false_accept=max_false_accept,
-        judge={**llm_identity(llm), "prompt_hashes": prompt_hashes(judge.prompts)},
+        judge={
+            **llm_identity(llm),
+            "prompt": prompt,
+            "prompt_hashes": prompt_hashes(judge.prompts),
+        },
         sets=sets,
     )
