@@ -34,6 +34,7 @@ from typing import Any
 
 from himga.benchmarks import get_benchmark
 from himga.eval import question_scores
+from himga.eval._agreement import cohen_kappa, fleiss_kappa, one_sided
 from himga.eval._intervals import wilson_interval
 from himga.runs import Run, RunDir
 
@@ -111,14 +112,18 @@ def table(runs: Sequence[tuple[Run, Run]], *, judge: str | None = None) -> str:
     (default: each run's own)."""
     dataset = runs[0][0].dataset_name
     categories = list(get_benchmark(dataset).categories)
-    head = ["arm", "n", "accuracy (all)", *categories, "F1", "BLEU-1", "evidence in prompt"]
+    excluded = get_benchmark(dataset).headline_excludes
+    headline = "accuracy (" + ", ".join(f"no {c}" for c in sorted(excluded)) + ")"
+    head = ["arm", "n", headline, "accuracy (all)", *categories]
+    head += ["F1", "BLEU-1", "evidence in prompt"]
     head += ["answer tokens in/out per q", "answer s/q (median)"]
     rows = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for run, answered in runs:
         judges = judges_of(run)
         scores = judges.get(judge or "", next(iter(judges.values()), []))
         per = [question_scores(r) for r in run.results]
-        cells = [arm_name(run), str(len(run.results)), _accuracy(scores)]
+        kept = [s for s, r in zip(scores, run.results, strict=True) if r.category not in excluded]
+        cells = [arm_name(run), str(len(run.results)), _accuracy(kept), _accuracy(scores)]
         for category in categories:
             chosen = [
                 s for s, r in zip(scores, run.results, strict=False) if r.category == category
@@ -139,6 +144,49 @@ def table(runs: Sequence[tuple[Run, Run]], *, judge: str | None = None) -> str:
     return "\n".join(rows) + "\n"
 
 
+def judges_table(runs: Sequence[Run]) -> str:
+    """Every judge's accuracy (all questions, Wilson 95%) on each run that has several,
+    then per run the pairwise Cohen's kappa and the share one accepts and the other
+    rejects, and Fleiss' kappa over all of them."""
+    panels = [run for run in runs if len(run.judges) > 1]
+    if not panels:
+        return ""
+    names = list(judges_of(panels[0]))
+    lines = ["| judge | " + " | ".join(arm_name(r) for r in panels) + " |"]
+    lines.append("|---|" + "---|" * len(panels))
+    for name in names:
+        cells = [_accuracy(judges_of(run).get(name, [])) for run in panels]
+        lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    for run in panels:
+        judged = judges_of(run)
+        lines += [
+            "",
+            f"**{arm_name(run)}**: Cohen's kappa (below the diagonal) and the share "
+            "of answers the row's judge accepts and the column's rejects (above)",
+            "",
+        ]
+        lines.append("| | " + " | ".join(judged) + " |")
+        lines.append("|---|" + "---|" * len(judged))
+        for i, a in enumerate(judged):
+            cells = []
+            for j, b in enumerate(judged):
+                if i == j:
+                    cells.append("-")
+                    continue
+                value = (
+                    cohen_kappa(judged[a], judged[b]) if j < i else one_sided(judged[a], judged[b])
+                )
+                cells.append("undefined" if value is None else f"{value:.2f}")
+            lines.append(f"| {a} | " + " | ".join(cells) + " |")
+        fleiss = fleiss_kappa(list(judged.values()))
+        lines += [
+            "",
+            f"Fleiss' kappa over the {len(judged)} judges: "
+            + ("undefined" if fleiss is None else f"{fleiss:.2f}"),
+        ]
+    return "\n".join(lines) + "\n"
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("arms", nargs="+", metavar="JUDGED=ANSWERED")
@@ -151,6 +199,9 @@ def main(argv: Sequence[str] | None = None) -> None:
             answered.path / "manifest.json", args.to / arm_name(run) / "answering-manifest.json"
         )
     text = table(runs)
+    judges = judges_table([run for run, _ in runs])
+    if judges:
+        text += "\n" + judges
     (args.to / "table.md").write_text(text, "utf-8")
     print(text)
 
