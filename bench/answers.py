@@ -144,6 +144,28 @@ def table(runs: Sequence[tuple[Run, Run]], *, judge: str | None = None) -> str:
     return "\n".join(rows) + "\n"
 
 
+def costs_table(runs: Sequence[tuple[Run, Run]]) -> str:
+    """Calls, tokens in / out and model seconds of the answering (from the answering run)
+    and of the eval's judging (from the judged run), and each run's wall time."""
+    lines = [
+        "| arm | answering calls | tokens in / out | model s | wall s | judging calls "
+        "| tokens in / out | model s | wall s |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for run, answered in runs:
+        cells = [arm_name(run)]
+        for phase, source in (("answering", answered), ("judging", run)):
+            found = _phase(source, phase)
+            cells += [
+                str(found.get("calls", 0)),
+                f"{found.get('input_tokens', 0):,} / {found.get('output_tokens', 0):,}",
+                f"{found.get('seconds', 0.0):.0f}",
+                f"{source.manifest.wall_time_s:.0f}",
+            ]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
 def judges_table(runs: Sequence[Run]) -> str:
     """Every judge's accuracy (all questions, Wilson 95%) on each run that has several,
     then per run the pairwise Cohen's kappa and the share one accepts and the other
@@ -202,6 +224,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     judges = judges_table([run for run, _ in runs])
     if judges:
         text += "\n" + judges
+    text += "\n" + costs_table(runs)
     (args.to / "table.md").write_text(text, "utf-8")
     print(text)
 
