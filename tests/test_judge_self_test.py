@@ -208,6 +208,9 @@ def test_no_wrong_answer_gives_the_gold_away(drawn: list[Sample], seed: int) -> 
         if item.set == "padded-correct":
             assert gold.strip().rstrip(".") in item.answer
             continue
+        if item.set == "exact":
+            assert item.answer == gold.strip()
+            continue
         assert item.answer != gold
         assert covered(gold, item.answer) < 1.0
         if item.set == "specific-wrong":
@@ -270,3 +273,20 @@ def test_the_strict_prompt_is_tested_when_asked_and_an_unknown_one_refused(
     assert len(prompts) >= 2  # the two prompts asked differently
     assert code == 2
     assert "lenient" in stderr
+
+
+def always_wrong(messages: list[ChatMessage]) -> str:
+    return '{"label": "WRONG", "score": 0.0} no'
+
+
+def test_a_judge_that_rejects_everything_fails_on_the_gold_itself(
+    data_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "fake")
+    with FakeLLMServer(responder=always_wrong) as server:
+        code, result, stderr = _judge_test(server, tmp_path)
+    # every wrong set at 0%: only the rule on the gold itself can fail this judge
+    assert _rates(result) == dict.fromkeys(SET_NAMES, 0.0)
+    assert code == 1, stderr
+    assert result["passed"] is False
+    assert result["max_false_reject"] == 0.1

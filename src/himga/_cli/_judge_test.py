@@ -13,6 +13,7 @@ from himga._redact import redact
 from himga.eval._judge_test import (
     ACCEPTED_AT,
     DEFAULT_MAX_FALSE_ACCEPT,
+    DEFAULT_MAX_FALSE_REJECT,
     DEFAULT_QUESTIONS,
     JudgeTestResult,
 )
@@ -39,7 +40,8 @@ def register(commands: Any) -> None:
             "reported). Each answer is judged by the benchmark's own judge with the given "
             f"model; a score >= {ACCEPTED_AT:g} counts as accepted. Prints each set's "
             "acceptance rate with its Wilson 95% interval. Exit status: 0 passed, "
-            f"{EXIT_FAILED} a wrong set accepted more than --max-false-accept, 2 usage or "
+            f"{EXIT_FAILED} a wrong set accepted more than --max-false-accept or the gold "
+            "itself rejected more than --max-false-reject, 2 usage or "
             f"configuration error, {EXIT_INCOMPLETE} passed but some answers got no "
             "verdict (a failed call or an unparseable reply)."
         ),
@@ -92,6 +94,15 @@ def register(commands: Any) -> None:
         "wrong answers)",
     )
     parser.add_argument(
+        "--max-false-reject",
+        type=float,
+        default=DEFAULT_MAX_FALSE_REJECT,
+        metavar="RATE",
+        help=f"the largest share of the gold answers themselves (the exact set) the judge "
+        f"may reject (default {DEFAULT_MAX_FALSE_REJECT:g}): a judge that rejects everything "
+        "fails here",
+    )
+    parser.add_argument(
         "--llm-cache",
         type=path,
         default=None,
@@ -109,8 +120,10 @@ def register(commands: Any) -> None:
 def _usage_error(args: argparse.Namespace) -> str | None:
     if args.n < 1:
         return f"--n must be >= 1, got {args.n}"
-    if not 0.0 <= args.max_false_accept <= 1.0:
-        return f"--max-false-accept must be in [0, 1], got {args.max_false_accept}"
+    for option in ("max_false_accept", "max_false_reject"):
+        value = getattr(args, option)
+        if not 0.0 <= value <= 1.0:
+            return f"--{option.replace('_', '-')} must be in [0, 1], got {value}"
     url = args.judge_base_url
     if url is not None and not (urlsplit(url).scheme in ("http", "https") and urlsplit(url).netloc):
         return f"--judge-base-url must be an http:// or https:// URL, got {url!r}"
@@ -145,12 +158,16 @@ def format_result(result: JudgeTestResult) -> str:
     lines.append("")
     failures = result.failures()
     if failures:
-        lines.append(f"FAILED (--max-false-accept {result.max_false_accept:g}):")
+        lines.append(
+            f"FAILED (--max-false-accept {result.max_false_accept:g}, "
+            f"--max-false-reject {result.max_false_reject:g}):"
+        )
         lines += [f"  {failure}" for failure in failures]
     else:
         lines.append(
             f"passed: every wrong set accepted at most {result.max_false_accept:.1%} "
-            "(--max-false-accept)"
+            f"(--max-false-accept), the gold rejected at most {result.max_false_reject:.1%} "
+            "(--max-false-reject)"
         )
     return "\n".join(lines)
 
@@ -183,6 +200,7 @@ def run(args: argparse.Namespace) -> int:
             n=args.n,
             seed=args.seed,
             max_false_accept=args.max_false_accept,
+            max_false_reject=args.max_false_reject,
             show_progress=not args.no_progress,
             prompt=args.judge_prompt,
         )

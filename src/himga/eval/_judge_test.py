@@ -1,7 +1,7 @@
 """Judge self-tests: answers of known rightness, made from a benchmark's gold, judged by
 its real :class:`~himga.benchmarks.Judge` to measure how often the judge is fooled.
 
-Four sets, one answer per chosen question each, built without a model (seeded, so the
+Five sets, one answer per chosen question each, built without a model (seeded, so the
 same seed gives the same answers and, through the LLM cache, costs nothing again):
 
 * ``vague`` (reject): topical but committing to nothing -- the question's own topic
@@ -14,6 +14,10 @@ same seed gives the same answers and, through the LLM cache, costs nothing again
   gold nor held by it ("4" is no wrong answer to "4 hours");
 * ``abstention`` (reject): "Not mentioned in the conversation." and the like, for a
   question whose answer the conversation holds;
+* ``exact`` (accept): the gold answer itself, verbatim -- the control: a judge that
+  refuses it refuses right answers, and one that rejects everything would otherwise
+  pass every reject set (tested unless the judge gave partial credit, as BEAM's rubric
+  judge does: it grades rubric items, which the gold's wording need not meet);
 * ``padded-correct`` (accept): the gold followed by an irrelevant clause. Its
   acceptance rate is reported, not tested: a strict judge may fairly refuse extra
   detail, a fair one accepts it.
@@ -56,8 +60,10 @@ from himga.memory._text import ENGLISH_MONTHS, ENGLISH_STOPWORDS
 __all__ = [
     "ACCEPTED_AT",
     "DEFAULT_MAX_FALSE_ACCEPT",
+    "DEFAULT_MAX_FALSE_REJECT",
     "DEFAULT_QUESTIONS",
     "SET_NAMES",
+    "TESTED_ACCEPT",
     "JudgeTestItem",
     "JudgeTestResult",
     "SetResult",
@@ -73,6 +79,8 @@ ACCEPTED_AT: Final = 0.5
 #: 10.6% of specific wrong answers and 62.8% of vague ones, so the default fails that
 #: judge on both, while leaving a strict judge room for a few honest misreadings.
 DEFAULT_MAX_FALSE_ACCEPT: Final = 0.10
+#: The share of the gold answers themselves (``exact``) a judge may reject and still pass.
+DEFAULT_MAX_FALSE_REJECT: Final = 0.10
 #: Questions drawn per set when ``n`` is not given: 200 judge calls in all.
 DEFAULT_QUESTIONS: Final = 50
 
@@ -82,8 +90,11 @@ SETS: Final[Mapping[str, Expectation]] = {
     "vague": "reject",
     "specific-wrong": "reject",
     "abstention": "reject",
+    "exact": "accept",
     "padded-correct": "accept",
 }
+#: The accept set the pass rule tests (``padded-correct`` is reported, not tested).
+TESTED_ACCEPT: Final = "exact"
 SET_NAMES: Final = tuple(SETS)
 
 _NOT_ANSWERS: Final = frozenset(
@@ -202,6 +213,10 @@ def _abstention(sample: Sample, qa: QAPair, rng: random.Random) -> str | None:
     return rng.choice(_ABSTAIN)
 
 
+def _exact(sample: Sample, qa: QAPair, rng: random.Random) -> str | None:
+    return qa.answer.strip()
+
+
 def _padded(sample: Sample, qa: QAPair, rng: random.Random) -> str | None:
     return rng.choice(_PADDING).format(gold=qa.answer.strip().rstrip("."))
 
@@ -210,6 +225,7 @@ _GENERATORS: Final[Mapping[str, Callable[[Sample, QAPair, random.Random], str | 
     "vague": _vague,
     "specific-wrong": _specific_wrong,
     "abstention": _abstention,
+    "exact": _exact,
     "padded-correct": _padded,
 }
 
@@ -277,7 +293,8 @@ def judge_test_items(
 class SetResult:
     """One set's outcome: ``items`` drawn, ``unavailable`` of them without an answer,
     ``errors`` without a verdict (a failed call or an unparseable reply; excluded from
-    the rate), and ``accepted`` of the judged ones with their Wilson 95% interval."""
+    the rate), and ``accepted`` of the judged ones with their Wilson 95% interval;
+    ``partial``: some verdict gave partial credit (BEAM's rubric)."""
 
     name: str
     expects: Expectation
@@ -286,6 +303,7 @@ class SetResult:
     errors: int
     accepted: Proportion
     mean_score: float | None
+    partial: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready."""
@@ -300,6 +318,7 @@ class SetResult:
             "rate": self.accepted.rate,
             "ci95": [self.accepted.low, self.accepted.high],
             "mean_score": self.mean_score,
+            "partial": self.partial,
         }
 
 
@@ -316,12 +335,29 @@ class JudgeTestResult:
     max_false_accept: float
     judge: Mapping[str, Any]
     sets: tuple[SetResult, ...]
+    max_false_reject: float = DEFAULT_MAX_FALSE_REJECT
 
     def failures(self) -> list[str]:
         """Why the judge fails, one line per reject set over the threshold or without a
-        verdict; empty when it passes."""
+        verdict, and one when it rejects more of the gold answers themselves (``exact``)
+        than ``max_false_reject``; empty when it passes."""
         found = []
         for s in self.sets:
+            if s.name == TESTED_ACCEPT:
+                # A rubric judge (partial credit) grades rubric items, not the gold's
+                # wording: the gold verbatim need not earn half of it, so it is reported.
+                rate = s.accepted.rate
+                if s.partial:
+                    continue
+                if rate is None:
+                    found.append(f"{s.name}: no answer was judged")
+                elif 1 - rate > self.max_false_reject:
+                    rejected = s.accepted.n - s.accepted.successes
+                    found.append(
+                        f"{s.name}: rejected {rejected} of {s.accepted.n} gold answers "
+                        f"({1 - rate:.1%} > {self.max_false_reject:.1%})"
+                    )
+                continue
             if s.expects != "reject":
                 continue
             rate = s.accepted.rate
@@ -336,7 +372,8 @@ class JudgeTestResult:
 
     @property
     def passed(self) -> bool:
-        """No reject set accepted more than ``max_false_accept`` of its judged answers."""
+        """No reject set accepted more than ``max_false_accept`` of its judged answers, and
+        the gold itself was rejected no more than ``max_false_reject``."""
         return not self.failures()
 
     @property
@@ -353,6 +390,7 @@ class JudgeTestResult:
             "eligible": self.eligible,
             "accepted_at": ACCEPTED_AT,
             "max_false_accept": self.max_false_accept,
+            "max_false_reject": self.max_false_reject,
             "passed": self.passed,
             "judge": dict(self.judge),
             "sets": [s.to_dict() for s in self.sets],
@@ -370,6 +408,7 @@ def _set_result(name: str, items: Sequence[tuple[JudgeTestItem, float | None]]) 
         errors=len(items) - unavailable - len(scored),
         accepted=wilson_interval(sum(1 for s in scored if s >= ACCEPTED_AT), len(scored)),
         mean_score=sum(scored) / len(scored) if scored else None,
+        partial=any(score not in (0.0, 1.0) for score in scored),
     )
 
 
@@ -383,6 +422,7 @@ def run_judge_test(
     max_false_accept: float = DEFAULT_MAX_FALSE_ACCEPT,
     show_progress: bool = True,
     prompt: str = OFFICIAL,
+    max_false_reject: float = DEFAULT_MAX_FALSE_REJECT,
 ) -> JudgeTestResult:
     """Judge every set's answers for ``n`` questions of ``samples`` (of ``dataset``) with
     ``llm`` through the dataset's judge prompt ``prompt`` (default: its official judge;
@@ -393,8 +433,12 @@ def run_judge_test(
     the model nothing. A failed call or an unparseable verdict is that answer's error,
     never a verdict.
     """
-    if not 0.0 <= max_false_accept <= 1.0:
-        raise ValueError(f"max_false_accept must be in [0, 1], got {max_false_accept}")
+    for name, bound in (
+        ("max_false_accept", max_false_accept),
+        ("max_false_reject", max_false_reject),
+    ):
+        if not 0.0 <= bound <= 1.0:
+            raise ValueError(f"{name} must be in [0, 1], got {bound}")
     if prompt == OFFICIAL and get_benchmark(dataset).judge is None:
         raise ValueError(f"dataset {dataset!r} has no judge to test")
     judge = get_judge_prompt(dataset, prompt).judge
@@ -419,6 +463,7 @@ def run_judge_test(
         questions=len(items) // len(SET_NAMES),
         eligible=eligible,
         max_false_accept=max_false_accept,
+        max_false_reject=max_false_reject,
         judge={
             **llm_identity(llm),
             "prompt": prompt,
