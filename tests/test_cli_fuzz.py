@@ -366,8 +366,8 @@ def test_no_command_line_shows_a_traceback(
     monkeypatch.setattr(_fake_llm, "threading", _served_at_once())
     # `himga cache clear` drawn here must never empty the machine's embedding cache.
     monkeypatch.setenv(EMBED_CACHE_ENV, str(tmp_path / "embeddings.sqlite3"))
-    # A served viewer runs until Ctrl-C: here it is built, bound and left at once.
-    monkeypatch.setattr(ViewServer, "serve_forever", lambda self: None)
+    # A served viewer runs until Ctrl-C: here it is built, bound, started and left at once.
+    monkeypatch.setattr(ViewServer, "wait", lambda self: None)
 
     @settings(
         max_examples=max(2, round(settings().max_examples * WEIGHT.get(command, 1.0))),

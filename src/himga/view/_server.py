@@ -25,7 +25,7 @@ _JSON = "application/json"
 
 class ViewServer:
     """Serves ``data`` on ``127.0.0.1:port`` (``0``: a free port) from :meth:`start` (a
-    background thread) or :meth:`serve_forever`, until :meth:`close`. Listens from the
+    background thread; :meth:`wait` blocks on it) until :meth:`close`. Listens from the
     start, so its address can be handed out before the runs are read: without ``data``,
     requests for documents wait for :meth:`provide`. A context manager.
 
@@ -71,10 +71,6 @@ class ViewServer:
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
         self._thread.start()
         return self
-
-    def serve_forever(self) -> None:
-        """Serve on this thread until :meth:`close` (from another) or an exception."""
-        self._server.serve_forever()
 
     def wait(self) -> None:
         """Block until the thread of :meth:`start` ends (a Ctrl-C interrupts the wait)."""
