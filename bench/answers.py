@@ -62,12 +62,19 @@ def judges_of(run: Run) -> dict[str, list[float]]:
     return {judge_name(judge_id): list(scores) for judge_id, scores in run.judges.items()}
 
 
-def export(run: Run, dest: Path) -> None:
-    """``run``'s manifest, metrics and text-free per-question records into ``dest``."""
+#: What the judged run served from the cache: the answering run's own values replace it.
+_ANSWERING = ("latency_s", "input_tokens", "output_tokens")
+
+
+def export(run: Run, answered: Run, dest: Path) -> None:
+    """``run``'s manifest, metrics and text-free per-question records into ``dest``, each
+    record's answering latency and tokens taken from ``answered`` (in ``run`` they came
+    from the LLM cache)."""
     dest.mkdir(parents=True, exist_ok=True)
     for name in ("manifest.json", "metrics.json"):
         shutil.copyfile(run.path / name, dest / name)
     judges = judges_of(run)
+    answering = {(r.sample_id, r.question_id): r for r in answered.results}
     lines = []
     for index, result in enumerate(run.results):
         record = {
@@ -75,6 +82,8 @@ def export(run: Run, dest: Path) -> None:
             for key, value in result.to_dict().items()
             if key not in _DATASET_TEXT and key != "ranked_turn_ids"
         }
+        source = answering[(result.sample_id, result.question_id)]
+        record |= {name: getattr(source, name) for name in _ANSWERING}
         if result.ranked_turn_ids is not None:
             record["top10_turn_ids"] = list(result.ranked_turn_ids[:10])
         verdicts = {name: scores[index] for name, scores in judges.items()}
@@ -216,7 +225,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     args = parser.parse_args(argv)
     runs = [_pair(arm) for arm in args.arms]
     for run, answered in runs:
-        export(run, args.to / arm_name(run))
+        export(run, answered, args.to / arm_name(run))
         shutil.copyfile(
             answered.path / "manifest.json", args.to / arm_name(run) / "answering-manifest.json"
         )
