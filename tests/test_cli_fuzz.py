@@ -67,6 +67,7 @@ DOCUMENTED = {
     "errata": {0, 2},
     "eval": {0, 2, 3},
     "fake-llm": {0, 2},
+    "judge": {0, 2, 3},
     "judge-test": {0, 1, 2, 3},
     "memories": {0, 2},
     "merge": {0, 2},

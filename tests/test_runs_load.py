@@ -24,6 +24,7 @@ from himga.runs import (
     run_status,
     summarize_run,
 )
+from himga.runs._verdicts import VERDICTS
 from tests.cli_support import run_cli
 from tests.view_support import KILLED_AFTER, QUESTIONS
 
@@ -169,32 +170,50 @@ def test_a_run_killed_while_judging_has_the_verdicts_it_got(runs: Path, tmp_path
     run = _copy(runs, "bm25", tmp_path)
     for name in ("manifest.json", "metrics.json", "results.jsonl"):
         (run / name).unlink()  # killed after the answers, while judging
-    verdicts = list(json.loads((run / JUDGE_CACHE).read_text("utf-8")).items())
-    assert len(verdicts) >= 3  # one per distinct judge request
-    # every verdict in the cache: the scores the finished run recorded
-    whole = load_run(run)
-    assert isinstance(whole, PartialRun)
+    lines = [json.loads(line) for line in (run / VERDICTS).read_text("utf-8").splitlines()]
+    started = [line for line in lines if "started" in line]
+    asked = [line for line in lines if "request" in line]
+    assert len(started) == 1
+    assert len(asked) >= 3  # one per distinct judge request
     # the checkpoint keeps questions in the order they finished: match them by id
     score = {
         (r.sample_id, r.question_id): j
         for r, j in zip(finished.results, finished.judge, strict=True)
     }
+
+    def write(text: str) -> None:
+        (run / VERDICTS).write_text(text, "utf-8")
+
+    # every verdict recorded, none of the scores judging writes last
+    write("".join(json.dumps(line) + "\n" for line in started + asked))
+    whole = load_run(run)
+    assert isinstance(whole, PartialRun)
     assert whole.judge == [score[r.sample_id, r.question_id] for r in whole.results]
     assert whole.metrics["overall"]["judge"] == finished.metrics["overall"]["judge"]
-    # a cache written as judging started, the verdicts after it in the journal (its last
-    # line torn by the kill), some never asked
-    half = len(verdicts) // 2
-    (run / JUDGE_CACHE).write_text(json.dumps(dict(verdicts[:half])), "utf-8")
-    lines = [json.dumps(pair) + "\n" for pair in verdicts[half:-1]]
-    (run / JUDGE_JOURNAL).write_text("".join(lines) + '["torn', "utf-8")
-    partial = load_run(run)
-    assert isinstance(partial, PartialRun)
-    got = [(n, j) for n, j in enumerate(partial.judge) if j == j]
-    assert 0 < len(got) < QUESTIONS
-    assert all(
-        score[partial.results[n].sample_id, partial.results[n].question_id] == j for n, j in got
-    )
-    assert partial.metrics["counts"]["judged"] == len(got)
+
+    def judged_so_far() -> int:
+        partial = load_run(run)
+        assert isinstance(partial, PartialRun)
+        got = [(n, j) for n, j in enumerate(partial.judge) if j == j]
+        assert 0 < len(got) < QUESTIONS
+        assert all(
+            score[partial.results[n].sample_id, partial.results[n].question_id] == j for n, j in got
+        )
+        assert partial.metrics["counts"]["judged"] == len(got)
+        return len(got)
+
+    # half the verdicts, the last line torn by the kill
+    half = len(asked) // 2
+    write("".join(json.dumps(line) + "\n" for line in started + asked[:half]) + '{"judge": "')
+    got = judged_so_far()
     code, stderr = run_cli(["report", str(run)])
     assert (code, stderr) == (0, "")
-    assert f"({len(got)} questions judged so far)" in (run / "report.md").read_text("utf-8")
+    assert f"({got} questions judged so far)" in (run / "report.md").read_text("utf-8")
+    # a run of an older himga: a cache written as judging started, the verdicts after it
+    # in the journal (its last line torn), some never asked
+    (run / VERDICTS).unlink()
+    pairs = [[line["request"], line["verdict"]] for line in asked]
+    (run / JUDGE_CACHE).write_text(json.dumps(dict(pairs[:half])), "utf-8")
+    journal = "".join(json.dumps(pair) + "\n" for pair in pairs[half:-1])
+    (run / JUDGE_JOURNAL).write_text(journal + '["torn', "utf-8")
+    assert judged_so_far() >= got

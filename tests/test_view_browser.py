@@ -84,7 +84,12 @@ def test_leaderboard_to_a_question_to_a_diff(
     for name in ("bm25", "keyword"):
         metrics = json.loads((view_runs / name / "metrics.json").read_text("utf-8"))
         assert rows[name][3:5] == ["complete", f"{QUESTIONS}/{QUESTIONS}"]
-        assert rows[name][judge] == f"{metrics['overall']['judge']:.3f}"
+        overall = metrics["overall"]
+        # the judge's accuracy with its Wilson 95% interval, as metrics.json records them
+        assert rows[name][judge] == (
+            f"{overall['judge']:.3f} [{overall['judge_ci95_low']:.3f}, "
+            f"{overall['judge_ci95_high']:.3f}]"
+        )
         assert rows[name][headers.index("judge model")] == "fake"
     assert page.locator("#recall-curves polyline").count() == 3
 
