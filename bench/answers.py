@@ -19,6 +19,14 @@ Then ``docs/answers/table.md``: one row per arm, judge accuracy per category wit
 its Wilson 95% interval, token F1 and BLEU-1 (LoCoMo's official scorers), the share
 of questions whose evidence reached the prompt, and tokens and seconds per phase,
 every figure from the run directory named in its row.
+
+With ``--errata NAME_OR_FILE`` (``himga errata fetch locomo-audit`` first), and with or
+without arms, ``docs/answers/gold-errors.md`` is written from the exported records:
+each arm's judge accuracy over the headline questions under every judge, raw, with the
+questions whose gold the errata call wrong excluded, and the ceiling
+(:func:`himga.runs._gold_errors.score_gold_errors`, as ``himga report --errata``)::
+
+    uv run python -m bench.answers --errata locomo-audit --to docs/answers
 """
 
 from __future__ import annotations
@@ -33,12 +41,14 @@ from pathlib import Path
 from typing import Any
 
 from himga.benchmarks import get_benchmark
+from himga.data._errata import Errata, read_errata
 from himga.eval import question_scores
 from himga.eval._agreement import cohen_kappa, fleiss_kappa, one_sided
-from himga.eval._intervals import wilson_interval
+from himga.eval._intervals import Proportion, wilson_interval
 from himga.runs import Run, RunDir
+from himga.runs._gold_errors import score_gold_errors
 
-__all__ = ["arm_name", "export", "main", "table"]
+__all__ = ["arm_name", "export", "gold_errors_table", "main", "table"]
 
 #: What the dataset holds (the license forbids copying it here); ids join it back.
 _DATASET_TEXT = frozenset({"question", "answer", "evidence_texts", "context", "gold"})
@@ -218,23 +228,75 @@ def judges_table(runs: Sequence[Run]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _interval(value: float | None, interval: Proportion | None = None) -> str:
+    if value is None:
+        return "-"
+    if interval is None or interval.low is None or interval.high is None:
+        return f"{value:.2f}"
+    return f"{value:.2f} [{interval.low:.2f}, {interval.high:.2f}]"
+
+
+def gold_errors_table(exported: Path, errata: Errata) -> str:
+    """Per arm exported under ``exported`` (``<arm>/questions.jsonl``) and per judge of
+    its records: the headline questions judged, how many the errata name, the raw
+    accuracy, the accuracy without them and the ceiling, Wilson 95%."""
+    lines = [
+        f"Errata `{Path(errata.source).name}` (sha256 `{errata.sha256}`): "
+        f"{len(errata.entries):,} LoCoMo-10 questions whose gold answer the audit judges "
+        "wrong. Judge accuracy over the headline (non-adversarial) questions, Wilson 95%.",
+        "",
+        "| arm | judge | judged | audited wrong | raw | excluding gold errors | ceiling |",
+        "| --- | --- | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    for questions in sorted(exported.glob("*/questions.jsonl")):
+        records = [json.loads(line) for line in questions.read_text("utf-8").splitlines()]
+        excluded = get_benchmark(records[0]["dataset"]).headline_excludes
+        headline = [r for r in records if r["category"] not in excluded]
+        for judge in records[0]["verdicts"]:
+            scored = [
+                (r["question_id"] in errata.entries, float(r["verdicts"][judge]))
+                for r in headline
+                if r["verdicts"][judge] is not None
+            ]
+            row = score_gold_errors(questions.parent.name, scored)
+            lines.append(
+                f"| {row.label} | {judge} | {row.judged} | {row.audited_wrong} | "
+                f"{_interval(row.raw, row.raw_ci)} | "
+                f"{_interval(row.excluding, row.excluding_ci)} | {_interval(row.ceiling)} |"
+            )
+    return "\n".join(lines) + "\n"
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("arms", nargs="+", metavar="JUDGED=ANSWERED")
+    parser.add_argument("arms", nargs="*", metavar="JUDGED=ANSWERED")
     parser.add_argument("--to", type=Path, default=Path("docs/answers"))
+    parser.add_argument("--errata", metavar="NAME_OR_FILE")
     args = parser.parse_args(argv)
-    runs = [_pair(arm) for arm in args.arms]
+    if not args.arms and args.errata is None:
+        parser.error("give JUDGED=ANSWERED arms, --errata, or both")
+    if args.arms:
+        _export_arms(args.arms, args.to)
+    if args.errata is not None:
+        text = gold_errors_table(args.to, read_errata(args.errata))
+        (args.to / "gold-errors.md").write_text(text, "utf-8")
+        print(text)
+
+
+def _export_arms(arms: Sequence[str], to: Path) -> None:
+    """Each arm's run exported under ``to``, then ``table.md`` of them all."""
+    runs = [_pair(arm) for arm in arms]
     for run, answered in runs:
-        export(run, answered, args.to / arm_name(run))
+        export(run, answered, to / arm_name(run))
         shutil.copyfile(
-            answered.path / "manifest.json", args.to / arm_name(run) / "answering-manifest.json"
+            answered.path / "manifest.json", to / arm_name(run) / "answering-manifest.json"
         )
     text = table(runs)
     judges = judges_table([run for run, _ in runs])
     if judges:
         text += "\n" + judges
     text += "\n" + costs_table(runs)
-    (args.to / "table.md").write_text(text, "utf-8")
+    (to / "table.md").write_text(text, "utf-8")
     print(text)
 
 

@@ -3,6 +3,7 @@ accuracy without the audited-wrong questions, and the ceiling side by side."""
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import math
@@ -16,7 +17,7 @@ from hypothesis import strategies as st
 from himga.data import _errata
 from himga.data._errata import ErrataError, PublishedErrata, fetch_errata, read_errata
 from himga.runs import RunDir
-from himga.runs._gold_errors import gold_error_accuracy
+from himga.runs._gold_errors import gold_error_accuracy, gold_error_panel
 from tests.cli_support import run_cli
 from tests.loopback_server import LoopbackServer
 
@@ -120,6 +121,29 @@ def test_the_three_accuracies_follow_their_definitions(
     assert got.raw == pytest.approx(sum(s for _, s in scored) / len(scored))
     assert got.ceiling == pytest.approx(1 - len(wrong) / len(scored))
     assert got.excluding == (pytest.approx(sum(kept) / len(kept)) if kept else None)
+
+
+def test_a_run_with_several_judges_gets_a_row_per_judge(view_runs: Path, tmp_path: Path) -> None:
+    """``himga judge`` adds judges to a run: the gold-error rows follow each one's verdicts."""
+    run = RunDir(view_runs / "bm25").read()
+    scored = _headline(run.path)
+    errata = read_errata(_write(tmp_path / "e.json", {"errata": [{"question_id": scored[0][0]}]}))
+    rejecting = [0.0] * len(run.results)
+    judged = dataclasses.replace(
+        run, judges={"own:judge:official": run.judge, "b:m:strict": rejecting}
+    )
+    rows = gold_error_panel(judged, errata)
+    assert [row.label for row in rows] == [
+        f"{run.label} · own:judge:official",
+        f"{run.label} · b:m:strict",
+    ]
+    assert rows[0].raw == gold_error_accuracy(run, errata).raw
+    assert rows[1].raw == 0.0
+    assert rows[1].excluding == (0.0 if len(scored) > 1 else None)
+    assert rows[0].ceiling == rows[1].ceiling == pytest.approx(1 - 1 / len(scored))
+    with pytest.raises(ErrataError, match="no verdicts of judge 'x'"):
+        gold_error_accuracy(judged, errata, judge="x")
+    assert gold_error_panel(run, errata) == [gold_error_accuracy(run, errata)]
 
 
 def test_report_and_compare_show_them_side_by_side(view_runs: Path, tmp_path: Path) -> None:

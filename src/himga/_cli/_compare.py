@@ -29,7 +29,7 @@ from himga.runs import (
     plot_comparison,
     published_for,
 )
-from himga.runs._gold_errors import format_gold_errors, gold_error_accuracy
+from himga.runs._gold_errors import format_gold_errors, gold_error_panel
 
 __all__ = ["register", "run"]
 
@@ -117,7 +117,7 @@ def run(args: argparse.Namespace) -> int:
             claims = published_for(runs[0].dataset_name)
             comparison["published"] = [dataclasses.asdict(claim) for claim in claims]
         errata = None if args.errata is None else read_errata(args.errata)
-        gold = [] if errata is None else [gold_error_accuracy(r, errata) for r in runs]
+        gold = [] if errata is None else [row for r in runs for row in gold_error_panel(r, errata)]
     except (
         CompareError,
         RunReadError,

@@ -32,7 +32,7 @@ from himga.runs import (
     render_report,
     write_text_atomic,
 )
-from himga.runs._gold_errors import format_gold_errors, gold_error_accuracy
+from himga.runs._gold_errors import format_gold_errors, gold_error_panel
 
 __all__ = ["register", "run"]
 
@@ -187,7 +187,7 @@ def _gold_errors(loaded: Run | PartialRun, source: Path | None) -> str | None:
     if source is None:
         return None
     errata = read_errata(source)
-    return format_gold_errors([gold_error_accuracy(loaded, errata)], errata)
+    return format_gold_errors(gold_error_panel(loaded, errata), errata)
 
 
 def _cannot_write(path: Path, exc: OSError) -> int:

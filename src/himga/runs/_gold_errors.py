@@ -6,7 +6,8 @@ LoCoMo's adversarial left out): *raw* is their mean judge score; *excluding gold
 errors* the mean over those whose id the errata do not name; the *ceiling* the share
 of them whose gold is right -- what an answerer right on every question would score
 against the gold (dial481/locomo-audit: 93.57% on LoCoMo-10's 1,540). Wilson 95%
-intervals where every score is 0 or 1.
+intervals where every score is 0 or 1. A run that carries several judges (``himga
+judge``) gets the three under each of them.
 """
 
 from __future__ import annotations
@@ -22,7 +23,13 @@ from himga.eval._intervals import Proportion, wilson_interval
 from himga.runs._load import PartialRun
 from himga.runs._rundir import Run
 
-__all__ = ["GoldErrorAccuracy", "format_gold_errors", "gold_error_accuracy"]
+__all__ = [
+    "GoldErrorAccuracy",
+    "format_gold_errors",
+    "gold_error_accuracy",
+    "gold_error_panel",
+    "score_gold_errors",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,26 +72,14 @@ def _mean(scores: Sequence[float]) -> tuple[float | None, Proportion | None]:
     return sum(scores) / len(scores), share
 
 
-def gold_error_accuracy(run: Run | PartialRun, errata: Errata) -> GoldErrorAccuracy:
-    """The three accuracies of ``run`` under ``errata``; :class:`ErrataError` when the
-    errata audit another benchmark than the run's."""
-    dataset = run.dataset_name
-    if errata.dataset is not None and dataset.partition("+")[0] != errata.dataset:
-        raise ErrataError(
-            f"errata {errata.source} audit {errata.dataset!r}, the run {run.path} is on {dataset!r}"
-        )
-    benchmark = find_benchmark(dataset)
-    excluded = benchmark.headline_excludes if benchmark is not None else frozenset()
-    scored = [
-        (result.question_id in errata.entries, score)
-        for result, score in zip(run.results, run.judge, strict=True)
-        if result.category not in excluded and not math.isnan(score)
-    ]
+def score_gold_errors(label: str, scored: Sequence[tuple[bool, float]]) -> GoldErrorAccuracy:
+    """The three accuracies (module docstring) of headline judge ``scored`` questions,
+    each ``(named by the errata, score)``; NaN scores must be left out by the caller."""
     raw, raw_ci = _mean([score for _, score in scored])
     excluding, excluding_ci = _mean([score for wrong, score in scored if not wrong])
     wrong = sum(1 for named, _ in scored if named)
     return GoldErrorAccuracy(
-        label=run.label,
+        label=label,
         judged=len(scored),
         audited_wrong=wrong,
         raw=raw,
@@ -93,6 +88,44 @@ def gold_error_accuracy(run: Run | PartialRun, errata: Errata) -> GoldErrorAccur
         excluding_ci=excluding_ci,
         ceiling=(len(scored) - wrong) / len(scored) if scored else None,
     )
+
+
+def gold_error_accuracy(
+    run: Run | PartialRun, errata: Errata, *, judge: str | None = None
+) -> GoldErrorAccuracy:
+    """The three accuracies of ``run`` under ``errata``, by the run's own judge or the
+    judge id ``judge`` of :attr:`Run.judges` (its label then names the judge);
+    :class:`ErrataError` when the errata audit another benchmark than the run's, or for
+    a judge the run does not hold."""
+    dataset = run.dataset_name
+    if errata.dataset is not None and dataset.partition("+")[0] != errata.dataset:
+        raise ErrataError(
+            f"errata {errata.source} audit {errata.dataset!r}, the run {run.path} is on {dataset!r}"
+        )
+    scores = run.judge
+    if judge is not None:
+        held = run.judges if isinstance(run, Run) else {}
+        if judge not in held:
+            raise ErrataError(f"the run {run.path} holds no verdicts of judge {judge!r}")
+        scores = list(held[judge])
+    benchmark = find_benchmark(dataset)
+    excluded = benchmark.headline_excludes if benchmark is not None else frozenset()
+    scored = [
+        (result.question_id in errata.entries, score)
+        for result, score in zip(run.results, scores, strict=True)
+        if result.category not in excluded and not math.isnan(score)
+    ]
+    label = run.label if judge is None else f"{run.label} · {judge}"
+    return score_gold_errors(label, scored)
+
+
+def gold_error_panel(run: Run | PartialRun, errata: Errata) -> list[GoldErrorAccuracy]:
+    """:func:`gold_error_accuracy` under each of the run's judges (``himga judge`` adds
+    them), or under its own judge alone when it has no other."""
+    judges = list(run.judges) if isinstance(run, Run) else []
+    if len(judges) < 2:
+        return [gold_error_accuracy(run, errata)]
+    return [gold_error_accuracy(run, errata, judge=judge) for judge in judges]
 
 
 def _shown(value: float | None, interval: Proportion | None = None) -> str:
