@@ -82,6 +82,54 @@ def test_himga_judge_adds_a_judge_to_every_output_and_a_rerun_asks_nothing(
     assert RunDir("out").read().judges == run.judges
 
 
+def test_himga_judge_records_its_costs_and_self_test_in_the_manifest(
+    server: FakeLLMServer,
+) -> None:
+    """Item 3 and 7: ``--self-test`` runs the judge's self-test first and keeps the result
+    in its manifest entry; the entry counts the judging's calls and tokens, summed over
+    invocations (a rerun asks nothing, so adds nothing)."""
+    assert run_cli(EVAL)[0] == 0
+    before = server.request_count
+    code, stderr = run_cli([*JUDGE, "--judge-prompt", "strict", "--self-test"])
+    assert code == 0, stderr
+    entry = RunDir("out").read().manifest.judges[-1]
+    tested = entry["self_test"]
+    assert tested["dataset"] == "locomo"
+    assert (tested["judge"]["model"], tested["judge"]["prompt"]) == ("second", "strict")
+    assert {s["name"] for s in tested["sets"]} >= {"vague", "exact"}
+    assert isinstance(tested["passed"], bool)
+    judged = len(_judged_by(server, "second"))
+    costs = entry["costs"]
+    test_calls = server.request_count - before - costs["calls"]
+    assert costs["calls"] > 0
+    assert test_calls > 0  # the self-test's calls are not counted as the judging's
+    assert costs["input_tokens"] > 0
+    assert costs["failed_calls"] == 0
+    assert judged == costs["calls"] + test_calls
+
+    code, stderr = run_cli([*JUDGE, "--judge-prompt", "strict"])
+    assert code == 0, stderr
+    again = RunDir("out").read().manifest.judges[-1]
+    assert again["self_test"] == tested  # kept by a later invocation without --self-test
+    assert {k: again["costs"][k] for k in ("calls", "input_tokens")} == {
+        k: costs[k] for k in ("calls", "input_tokens")
+    }
+
+
+def test_a_self_test_of_another_judge_is_refused(server: FakeLLMServer) -> None:
+    from himga.llm import get_client
+    from himga.runs import judge_run
+
+    assert run_cli(EVAL)[0] == 0
+    other = {
+        "dataset": "locomo",
+        "judge": {"provider": "openai", "model": "x", "prompt": "official"},
+    }
+    llm = get_client("openai", model="second", base_url=server.openai_base_url)
+    with pytest.raises(ValueError, match="self-test given is of judge openai:x:official"):
+        judge_run("out", llm, self_test=other, show_progress=False)
+
+
 def test_himga_judge_refuses_a_run_whose_answers_changed(server: FakeLLMServer) -> None:
     server.inject(500)  # the first answer fails: the resume answers it
     code, _ = run_cli([*EVAL, "--llm-retries", "0"])

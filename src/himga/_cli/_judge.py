@@ -4,10 +4,15 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from himga._cli._eval import EXIT_INCOMPLETE
+from himga._cli._judge_test import format_result
 from himga._cli._options import path
+
+if TYPE_CHECKING:
+    from himga.llm import LLMClient
 
 __all__ = ["register", "run"]
 
@@ -57,8 +62,38 @@ def register(commands: Any) -> None:
         default=None,
         help="judge calls in flight (default: the client's)",
     )
+    parser.add_argument(
+        "--self-test",
+        action="store_true",
+        help="first run the judge's self-test (himga judge-test's sets and thresholds) on "
+        "the run's dataset with this judge and prompt; its result goes into the judge's "
+        "manifest entry (self_test), passed or not",
+    )
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     parser.set_defaults(handler=run)
+
+
+def _self_test(args: argparse.Namespace, llm: LLMClient) -> dict[str, Any] | None:
+    """The judge's self-test on the run's dataset, printed, as the manifest keeps it;
+    ``None`` without ``--self-test`` or a manifest (then the judging says why)."""
+    from himga.data import load_dataset
+    from himga.eval._judge_test import run_judge_test
+    from himga.runs import RunDir
+
+    if not args.self_test or not (args.run / "manifest.json").is_file():
+        return None
+    dataset = RunDir(args.run).read_manifest().dataset
+    recorded = Path(dataset.path)
+    samples = load_dataset(dataset.name, path=recorded if recorded.is_file() else None)
+    result = run_judge_test(
+        samples,
+        dataset=dataset.name,
+        llm=llm,
+        prompt=args.judge_prompt,
+        show_progress=not args.no_progress,
+    )
+    print(format_result(result))
+    return result.to_dict()
 
 
 def run(args: argparse.Namespace) -> int:
@@ -72,11 +107,13 @@ def run(args: argparse.Namespace) -> int:
         return 2
     try:
         llm = get_client(args.judge_llm, model=args.judge_model, base_url=args.judge_base_url)
+        self_test = _self_test(args, llm)
         judged = judge_run(
             args.run,
             llm,
             prompt=args.judge_prompt,
             base_url=args.judge_base_url,
+            self_test=self_test,
             notify=lambda note: print(f"himga judge: note: {note}", file=sys.stderr),
             show_progress=not args.no_progress,
             max_concurrency=args.concurrency,
@@ -86,6 +123,9 @@ def run(args: argparse.Namespace) -> int:
         return 2
     except OSError as exc:
         print(f"himga judge: error: {exc.filename}: {exc.strerror}", file=sys.stderr)
+        return 2
+    except ValueError as exc:  # the self-test's: the dataset has no judge or no gold
+        print(f"himga judge: error: {exc}", file=sys.stderr)
         return 2
     scores = [s for s in judged.scores if s == s]
     accuracy = f"{sum(scores) / len(scores):.3f}" if scores else "-"

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -15,7 +16,7 @@ from himga.benchmarks._judge_prompts import OFFICIAL, get_judge_prompt
 from himga.benchmarks._registry import find_benchmark
 from himga.eval._result import EvalResult
 from himga.eval.judge import JudgeScores, batch_judge, judge_id
-from himga.llm import LLMClient
+from himga.llm import HasUsage, LLMClient
 from himga.llm._client import public_url
 from himga.runs._manifest import Manifest
 from himga.runs._rundir import RunDir
@@ -107,12 +108,47 @@ class JudgedRun:
     manifest: Manifest
 
 
+def _costs(
+    llm: LLMClient, before: Any, seconds: float, earlier: Mapping[str, Any] | None
+) -> dict[str, Any] | None:
+    """The judge entry's ``costs``: this invocation's calls, tokens and seconds (from the
+    client's :class:`~himga.llm.HasUsage` counts, ``before`` taken as it began) added to
+    ``earlier`` (the entry's costs from the invocations before); ``None`` for a client
+    that counts nothing."""
+    if not isinstance(llm, HasUsage):
+        return None
+    after = llm.usage
+    now = {
+        "calls": after.calls - before.calls,
+        "failed_calls": after.failed_calls - before.failed_calls,
+        "input_tokens": after.input_tokens - before.input_tokens,
+        "output_tokens": after.output_tokens - before.output_tokens,
+        "unmetered_calls": after.unmetered_calls - before.unmetered_calls,
+        "seconds": round(seconds, 3),
+    }
+    if earlier:
+        now = {key: value + earlier.get(key, 0) for key, value in now.items()}
+    return now
+
+
+def _check_self_test(self_test: Mapping[str, Any], name: str, dataset: str) -> None:
+    """Refuse a self-test result of another judge or dataset than this judging's."""
+    judge = self_test.get("judge") or {}
+    tested = judge_id(str(judge.get("provider")), str(judge.get("model")), str(judge.get("prompt")))
+    if tested != name or self_test.get("dataset") != dataset:
+        raise JudgeRunError(
+            f"the self-test given is of judge {tested} on {self_test.get('dataset')!r}, "
+            f"not of {name} on {dataset!r}"
+        )
+
+
 def judge_run(
     path: str | os.PathLike[str],
     llm: LLMClient,
     *,
     prompt: str = OFFICIAL,
     base_url: str | None = None,
+    self_test: Mapping[str, Any] | None = None,
     notify: Callable[[str], None] = _silent,
     show_progress: bool = True,
     max_concurrency: int | None = None,
@@ -121,7 +157,11 @@ def judge_run(
     ``path``, without re-answering: its verdicts go to ``verdicts.jsonl`` (only those
     not already there are asked: a rerun asks none, a killed one resumes), its entry to
     the manifest's ``judges`` (written atomically; ``base_url``: where the judge was
-    served, as recorded).
+    served, as recorded), with its ``costs``: the calls, tokens and seconds of every
+    invocation that finished (one killed mid-way keeps its verdicts but its calls go
+    uncounted), and ``self_test``, the judge's self-test result
+    (:meth:`~himga.eval.JudgeTestResult.to_dict`) when one is given, which must be of
+    this judge on the run's dataset.
 
     Raises :class:`JudgeRunError` for a run without a manifest, and for answers changed
     since this judge judged them (the run was resumed and re-answered);
@@ -155,6 +195,10 @@ def judge_run(
                 "was resumed and re-answered): its verdicts would mix two sets of answers; "
                 "judge a copy of the run made before, or a new run"
             )
+        if self_test is not None:
+            _check_self_test(self_test, name, run.dataset_name)
+        usage = llm.usage if isinstance(llm, HasUsage) else None
+        started = time.perf_counter()
         scores, asked = judge_into_record(
             run_dir,
             run.results,
@@ -167,6 +211,13 @@ def judge_run(
         entry = judge_entry(
             scores, prompt=prompt, base_url=base_url, results=run.results, source="verdicts"
         )
+        previous = next((e for e in entries if e.get("id") == name), {})
+        costs = _costs(llm, usage, time.perf_counter() - started, previous.get("costs"))
+        if costs is not None:
+            entry["costs"] = costs
+        tested = self_test if self_test is not None else previous.get("self_test")
+        if tested is not None:
+            entry["self_test"] = dict(tested)
         kept = tuple(e for e in entries if e.get("id") != name)
         manifest = dataclasses.replace(run.manifest, judges=(*kept, entry))
         run_dir.write_manifest(manifest)
