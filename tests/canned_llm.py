@@ -6,12 +6,13 @@ a ``json_object`` request)."""
 from __future__ import annotations
 
 import json
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from types import TracebackType
 from typing import Any
 
 from typing_extensions import Self
+
+from himga._loopback import LoopbackService
 
 
 def openai_reply(text: str, usage: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -63,13 +64,13 @@ class CannedLLMServer:
             def log_message(self, format: str, *args: object) -> None:
                 pass
 
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
+        self.service = LoopbackService(Handler, name="canned-llm")
+        url = self.service.base_url
         self.anthropic_base_url = url
         self.openai_base_url = url + "/v1"
 
     def __enter__(self) -> Self:
-        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+        self.service.start()
         return self
 
     def __exit__(
@@ -78,5 +79,4 @@ class CannedLLMServer:
         error: BaseException | None,
         traceback: TracebackType | None,
     ) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
+        self.service.stop()

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -89,14 +88,9 @@ def shared_tier() -> Path:
 def server() -> Iterator[LoopbackServer]:
     """A :class:`LoopbackServer`, serving on a thread for the test."""
     served = LoopbackServer()
-    thread = threading.Thread(
-        target=served.httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
-    )
-    thread.start()
+    served.service.start()
     yield served
-    served.httpd.shutdown()
-    served.httpd.server_close()
-    thread.join()
+    served.service.stop()
 
 
 @pytest.fixture(scope="session")

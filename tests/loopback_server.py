@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
+
+from himga._loopback import LoopbackService
 
 
 class LoopbackServer:
@@ -30,8 +32,8 @@ class LoopbackServer:
             def log_message(self, format: str, *args: object) -> None:
                 pass
 
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.base = f"http://127.0.0.1:{self.httpd.server_address[1]}"
+        self.service = LoopbackService(Handler, name="test-file-server")
+        self.base = self.service.base_url
 
     def url(self, path: str, body: bytes) -> str:
         self.routes[path] = body

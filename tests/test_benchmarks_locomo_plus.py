@@ -4,17 +4,17 @@ from __future__ import annotations
 
 import os
 import re
-import threading
 from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
 from datetime import datetime, timedelta
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from himga._loopback import LoopbackService
 from himga.benchmarks import Benchmark, get_benchmark
 from himga.benchmarks.locomo_plus import (
     CUE_SESSION,
@@ -406,14 +406,11 @@ def served() -> Iterator[dict[str, bytes]]:
         def log_message(self, format: str, *args: object) -> None:
             pass
 
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    routes["base"] = f"http://127.0.0.1:{httpd.server_address[1]}".encode()
-    thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05})
-    thread.start()
+    service = LoopbackService(Handler, name="locomo-plus-files")
+    routes["base"] = service.base_url.encode()
+    service.start()
     yield routes
-    httpd.shutdown()
-    httpd.server_close()
-    thread.join()
+    service.stop()
 
 
 def _serve(routes: dict[str, bytes], path: str, body: bytes) -> str:

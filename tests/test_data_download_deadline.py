@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
-from threading import Thread
 
 import pytest
 
+from himga._loopback import LoopbackService
 from himga.benchmarks.beam import BeamBenchmark
 from himga.data import DatasetNotFoundError, DownloadError, resolve_dataset
 from himga.data._download import DEADLINE_ENV, DEFAULT_DEADLINE, download_deadline
@@ -43,18 +43,15 @@ class _Dripping(BaseHTTPRequestHandler):
 
 @pytest.fixture
 def dripping(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[str]:
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), _Dripping)
-    httpd.daemon_threads = True
-    thread = Thread(target=httpd.serve_forever, args=(0.05,), daemon=True)
-    thread.start()
+    service = LoopbackService(_Dripping, name="dripping")
+    service.start()
     monkeypatch.setenv(DEADLINE_ENV, str(DEADLINE))
     monkeypatch.setenv("HIMGA_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.delenv("HIMGA_DATA_DIR", raising=False)
     try:
-        yield f"http://127.0.0.1:{httpd.server_address[1]}"
+        yield service.base_url
     finally:
-        httpd.shutdown()
-        httpd.server_close()
+        service.stop()
 
 
 @pytest.mark.parametrize("drips", ["/body", "/head"])

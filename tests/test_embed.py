@@ -8,7 +8,6 @@ import multiprocessing
 import re
 import sys
 import tempfile
-import threading
 import types
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -21,6 +20,7 @@ from hypothesis import strategies as st
 from numpy.typing import NDArray
 
 from himga._extras import MissingExtraError
+from himga._loopback import LoopbackService
 from himga.embed import (
     DEFAULT_CACHE_ENTRIES,
     EMBED_CACHE_ENV,
@@ -340,12 +340,10 @@ class _EmbeddingsHandler(http.server.BaseHTTPRequestHandler):
 @pytest.fixture
 def embeddings_server() -> Iterator[str]:
     _EmbeddingsHandler.requests.clear()
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _EmbeddingsHandler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}/v1"
-    server.shutdown()
-    server.server_close()
+    service = LoopbackService(_EmbeddingsHandler, name="embeddings")
+    service.start()
+    yield f"{service.base_url}/v1"
+    service.stop()
 
 
 def test_openai_embedder_against_a_loopback_server(embeddings_server: str) -> None:

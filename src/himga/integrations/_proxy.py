@@ -7,18 +7,18 @@ import http.client
 import io
 import json
 import socket
-import sys
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from types import TracebackType
 from typing import Any, TypeGuard
 from urllib.parse import urlsplit
 
 from typing_extensions import Self
 
+from himga._loopback import LoopbackService
 from himga.integrations._errors import IntegrationConfigError
 
 __all__ = ["PHASES", "CostSummary", "PhaseCost", "ProxyCall", "RecordingProxy"]
@@ -357,19 +357,15 @@ class RecordingProxy:
         self._waiting: list[_Arrival] = []
         self._recorded = threading.Condition(self._lock)
         self._phase = "unattributed"
-        self._httpd: ThreadingHTTPServer | None = None
-        self._thread: threading.Thread | None = None
+        self._service: LoopbackService | None = None
 
     def __repr__(self) -> str:
-        where = self.base_url if self._httpd is not None else "not started"
+        where = self.base_url if self._service is not None else "not started"
         return f"RecordingProxy({self.upstream!r}, {where})"
 
     def __enter__(self) -> Self:
-        self._httpd = _Server(("127.0.0.1", 0), _handler(self))
-        self._thread = threading.Thread(
-            target=self._httpd.serve_forever, name="himga-recording-proxy", daemon=True
-        )
-        self._thread.start()
+        self._service = LoopbackService(_handler(self), name="himga-recording-proxy")
+        self._service.start()
         return self
 
     def __exit__(
@@ -378,19 +374,16 @@ class RecordingProxy:
         exc: BaseException | None,
         traceback: TracebackType | None,
     ) -> None:
-        if self._httpd is not None:
-            self._httpd.shutdown()
-            self._httpd.server_close()
-        if self._thread is not None:
-            self._thread.join()
-        self._httpd = None
+        if self._service is not None:
+            self._service.stop()
+        self._service = None
 
     @property
     def base_url(self) -> str:
         """``http://127.0.0.1:<port>``, the proxy's root."""
-        if self._httpd is None:
+        if self._service is None:
             raise RuntimeError("RecordingProxy is not running; use it as a context manager")
-        return f"http://127.0.0.1:{self._httpd.server_address[1]}"
+        return self._service.base_url
 
     @property
     def url(self) -> str:
@@ -548,15 +541,6 @@ class _Tee(io.RawIOBase):
         count = self._sock.recv_into(buffer)
         self._relay.pass_on(bytes(memoryview(buffer)[:count]))
         return count
-
-
-class _Server(ThreadingHTTPServer):
-    daemon_threads = True
-
-    def handle_error(self, request: Any, client_address: Any) -> None:
-        # A client that left (its own deadline) is no error of the proxy's.
-        if not isinstance(sys.exc_info()[1], ConnectionError | TimeoutError):
-            super().handle_error(request, client_address)
 
 
 def _handler(proxy: RecordingProxy) -> type[BaseHTTPRequestHandler]:

@@ -23,12 +23,13 @@ from collections import deque
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from http import HTTPStatus
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from types import TracebackType
 from typing import Any
 
 from typing_extensions import Self
 
+from himga._loopback import LoopbackService
 from himga.llm._fake_wire import (
     BadReply,
     BadRequest,
@@ -216,27 +217,21 @@ class FakeLLMServer:
         self._busy_total = 0.0
         self._last_change = 0.0
         self._in_flight_area = 0.0
-        self._httpd: ThreadingHTTPServer | None = None
-        self._thread: threading.Thread | None = None
+        self._service: LoopbackService | None = None
 
     def __repr__(self) -> str:
-        where = self.base_url if self._httpd is not None else "not started"
+        where = self.base_url if self._service is not None else "not started"
         return f"<FakeLLMServer {where}>"
 
     # -- lifecycle -----------------------------------------------------------------
 
     def start(self) -> Self:
         """Bind ``port`` (default 0: a free one) on 127.0.0.1 and serve from a daemon thread."""
-        if self._httpd is not None:
+        if self._service is not None:
             raise RuntimeError("FakeLLMServer is already running")
         self._stopping.clear()
-        httpd = _HTTPServer(("127.0.0.1", self._port), _Handler)
-        httpd.fake = self
-        self._httpd = httpd
-        self._thread = threading.Thread(
-            target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
-        )
-        self._thread.start()
+        self._service = LoopbackService(_handler(self), port=self._port, name="himga-fake-llm")
+        self._service.start()
         return self
 
     def stop(self) -> None:
@@ -246,15 +241,11 @@ class FakeLLMServer:
         answered and recorded before ``stop`` returns (it waits at most
         10 seconds, in case a responder never returns).
         """
-        httpd, self._httpd = self._httpd, None
-        if httpd is None:
+        service, self._service = self._service, None
+        if service is None:
             return
         self._stopping.set()
-        httpd.shutdown()
-        httpd.server_close()
-        if self._thread is not None:
-            self._thread.join()
-            self._thread = None
+        service.stop()
         with self._idle:
             self._idle.wait_for(lambda: self._in_flight == 0, timeout=_STOP_WAIT)
 
@@ -274,10 +265,9 @@ class FakeLLMServer:
     @property
     def base_url(self) -> str:
         """``http://127.0.0.1:<port>`` (raises if the server is not running)."""
-        if self._httpd is None:
+        if self._service is None:
             raise RuntimeError("FakeLLMServer is not running; use it as a context manager")
-        host, port = self._httpd.server_address[:2]
-        return f"http://{host!s}:{port}"
+        return self._service.base_url
 
     @property
     def anthropic_base_url(self) -> str:
@@ -470,11 +460,13 @@ class FakeLLMServer:
             self._record(RecordedRequest(api, path, body, messages, status))
 
 
-class _HTTPServer(ThreadingHTTPServer):
-    daemon_threads = True
-    # The default listen backlog (5) drops connection bursts from 64+ concurrent clients.
-    request_queue_size = 1024
-    fake: FakeLLMServer
+def _handler(served: FakeLLMServer) -> type[BaseHTTPRequestHandler]:
+    """The request handler of ``served``."""
+
+    class Handler(_Handler):
+        fake = served
+
+    return Handler
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -482,10 +474,10 @@ class _Handler(BaseHTTPRequestHandler):
     # The reply goes out in two writes (headers, then body): with Nagle on, the body
     # waits for the client's delayed ACK of the headers, ~40 ms per keep-alive call.
     disable_nagle_algorithm = True
-    server: _HTTPServer
+    fake: FakeLLMServer
 
     def do_POST(self) -> None:
-        fake = self.server.fake
+        fake = self.fake
         fake._enter()
         try:
             length = int(self.headers.get("content-length") or 0)

@@ -5,11 +5,12 @@ from __future__ import annotations
 import re
 import threading
 from http import HTTPStatus
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from types import TracebackType
 from typing import Any
 from urllib.parse import parse_qs
 
+from himga._loopback import LoopbackService
 from himga.runs import RunReadError
 from himga.view._data import OUTCOMES, ViewData
 from himga.view._page import page, to_json
@@ -43,14 +44,12 @@ class ViewServer:
         if data is not None:
             self._ready.set()
         self._page = page(None).encode("utf-8")
-        self._server = ThreadingHTTPServer(("127.0.0.1", port), _handler(self))
-        self._server.daemon_threads = True
-        self._thread: threading.Thread | None = None
+        self._service = LoopbackService(_handler(self), port=port, name="himga-view")
 
     @property
     def url(self) -> str:
         """``http://127.0.0.1:PORT/``."""
-        return f"http://127.0.0.1:{self._server.server_address[1]}/"
+        return self._service.base_url + "/"
 
     @property
     def data(self) -> ViewData:
@@ -68,22 +67,16 @@ class ViewServer:
 
     def start(self) -> ViewServer:
         """Serve on a daemon thread; returns ``self``."""
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
-        self._thread.start()
+        self._service.start()
         return self
 
     def wait(self) -> None:
         """Block until the thread of :meth:`start` ends (a Ctrl-C interrupts the wait)."""
-        if self._thread is not None:
-            self._thread.join()
+        self._service.wait()
 
     def close(self) -> None:
         """Stop serving and free the port (idempotent)."""
-        if self._thread is not None:
-            self._server.shutdown()
-            self._thread.join()
-            self._thread = None
-        self._server.server_close()
+        self._service.stop()
 
     def __enter__(self) -> ViewServer:
         return self
