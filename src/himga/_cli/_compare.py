@@ -115,7 +115,6 @@ def run(args: argparse.Namespace) -> int:
             plot_comparison(comparison, args.plot)
         if args.published:
             claims = published_for(runs[0].dataset_name)
-            comparison["published"] = [dataclasses.asdict(claim) for claim in claims]
         errata = None if args.errata is None else read_errata(args.errata)
         gold = [] if errata is None else [row for r in runs for row in gold_error_panel(r, errata)]
     except (
@@ -131,16 +130,19 @@ def run(args: argparse.Namespace) -> int:
     except OSError as exc:  # only the figure is written
         print(f"himga compare: error: cannot write {args.plot}: {exc.strerror}", file=sys.stderr)
         return 2
-    for warning in comparison["warnings"]:
+    for warning in comparison.warnings:
         print(f"himga compare: warning: {warning}", file=sys.stderr)
-    if errata is not None:
-        comparison["gold_errors"] = {
-            "errata": errata.source,
-            "sha256": errata.sha256,
-            "runs": [row.to_dict() for row in gold],
-        }
     if args.json:
-        print(json.dumps(comparison, indent=2))
+        document = comparison.to_dict()
+        if claims is not None:
+            document["published"] = [dataclasses.asdict(claim) for claim in claims]
+        if errata is not None:
+            document["gold_errors"] = {
+                "errata": errata.source,
+                "sha256": errata.sha256,
+                "runs": [row.to_dict() for row in gold],
+            }
+        print(json.dumps(document, indent=2))
     else:
         print(format_comparison(comparison))
         if claims is not None:

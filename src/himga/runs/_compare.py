@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +31,8 @@ __all__ = [
     "DEFAULT_METRICS",
     "METRIC_TITLES",
     "CompareError",
+    "Comparison",
+    "PairedDifference",
     "arm_comparison",
     "compare_runs",
     "format_comparison",
@@ -111,20 +114,107 @@ def nan_if_none(score: float | None) -> float:
     return math.nan if score is None else float(score)
 
 
+#: How ``compare`` computes each difference, as the JSON says it.
+METHOD = (
+    "difference = run - baseline over the questions both scored, paired by "
+    "(sample_id, question_id); CI: percentile paired bootstrap; p: two-sided "
+    "paired permutation (sign flips), (1 + extreme) / (1 + resamples)"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class PairedDifference:
+    """One run against the baseline on one ``metric`` over one ``group`` (a category, or
+    overall): ``n`` questions both scored, the means ``a`` (baseline) and ``b`` (the run),
+    ``difference`` = b - a with its 95% paired-bootstrap ``ci`` and permutation
+    ``p_value`` (``None`` where undefined: no question, or no variation)."""
+
+    run: str
+    group: str
+    metric: str
+    n: int
+    a: float | None
+    b: float | None
+    difference: float | None
+    ci: tuple[float | None, float | None]
+    p_value: float | None
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready, as ``himga compare --json`` prints it."""
+        return {
+            "run": self.run,
+            "group": self.group,
+            "metric": self.metric,
+            "n": self.n,
+            "a": self.a,
+            "b": self.b,
+            "difference": self.difference,
+            "ci": list(self.ci),
+            "p_value": self.p_value,
+        }
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """What :func:`compare_runs` found: the ``baseline`` and the other ``runs`` described
+    (path, label, memory, identity, start, costs), ``warnings`` (judged differently), the
+    ``dataset`` and its ``questions``, the ``metrics`` compared, the bootstrap's
+    ``resamples`` and ``seed``, one :class:`PairedDifference` per run x group x metric,
+    the :class:`~himga.runs.Leaderboard` by the first metric, the comparison under every
+    judge (``judges``), the memory/reader split of the ``arms`` (``None`` when every run
+    is of the memory arm) and each run's ``cost_per_correct``. :meth:`to_dict` is the
+    JSON of ``himga compare --json``."""
+
+    baseline: Mapping[str, Any]
+    runs: tuple[Mapping[str, Any], ...]
+    dataset: Mapping[str, Any]
+    questions: int
+    metrics: tuple[str, ...]
+    resamples: int
+    seed: int
+    differences: tuple[PairedDifference, ...]
+    leaderboard: Leaderboard
+    warnings: tuple[str, ...] = ()
+    judges: tuple[Mapping[str, Any], ...] = ()
+    arms: Mapping[str, Any] | None = None
+    cost_per_correct: tuple[Mapping[str, Any], ...] = ()
+    confidence: float = 0.95
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready."""
+        return {
+            "baseline": dict(self.baseline),
+            "runs": [dict(run) for run in self.runs],
+            "warnings": list(self.warnings),
+            "dataset": dict(self.dataset),
+            "questions": self.questions,
+            "metrics": list(self.metrics),
+            "resamples": self.resamples,
+            "seed": self.seed,
+            "confidence": self.confidence,
+            "method": METHOD,
+            "comparisons": [row.to_dict() for row in self.differences],
+            "leaderboard": self.leaderboard.to_dict(),
+            "judges": [dict(judge) for judge in self.judges],
+            "arms": None if self.arms is None else dict(self.arms),
+            "cost_per_correct": [dict(cost) for cost in self.cost_per_correct],
+        }
+
+
 def compare_runs(
     runs: Sequence[Run],
     *,
     metrics: Sequence[str] | None = None,
     resamples: int = DEFAULT_RESAMPLES,
     seed: int = 0,
-) -> dict[str, Any]:
-    """The JSON-ready comparison of every run with ``runs[0]``: per group (each category,
-    overall without and with adversarial questions) and metric (``metrics`` by key or
-    column title; default: each of :data:`DEFAULT_METRICS` every run has values of), the
-    mean difference over the questions both scored, paired by (sample, question) id, its
-    paired bootstrap CI and permutation p-value (``resamples``, ``seed``); and under
-    ``"leaderboard"`` every run ranked by the first metric
-    (:meth:`~himga.runs.Leaderboard.to_dict`).
+) -> Comparison:
+    """The comparison of every run with ``runs[0]``: per group (each category, overall
+    without and with adversarial questions) and metric (``metrics`` by key or column
+    title; default: each of :data:`DEFAULT_METRICS` every run has values of), the mean
+    difference over the questions both scored, paired by (sample, question) id, its
+    paired bootstrap CI and permutation p-value (``resamples``, ``seed``); every run
+    ranked by the first metric; the same under every judge, the arms' split and the cost
+    per correct answer (:class:`Comparison`).
     :class:`CompareError` for runs on other datasets or question sets."""
     baseline = runs[0]
     aligned = [_check_comparable(baseline, other) for other in runs[1:]]
@@ -142,7 +232,7 @@ def compare_runs(
     if not chosen:
         raise CompareError("the runs share no metric with values (--metric to choose one)")
     groups = _groups(baseline)
-    rows: list[dict[str, Any]] = []
+    rows: list[PairedDifference] = []
     for other, other_scores, positions in zip(runs[1:], scores[1:], aligned, strict=True):
         for index, (group, members) in enumerate(groups.items()):
             a = _matrix(scores[0], members, chosen)
@@ -151,41 +241,35 @@ def compare_runs(
             found = paired_differences(a, b, resamples=resamples, seed=seed * 1_000 + index)
             for metric, difference in zip(chosen, found, strict=True):
                 rows.append(
-                    {
-                        "run": str(other.path),
-                        "group": group,
-                        "metric": metric,
-                        "n": difference.n,
-                        "a": difference.mean_a,
-                        "b": difference.mean_b,
-                        "difference": difference.difference,
-                        "ci": [difference.ci_low, difference.ci_high],
-                        "p_value": difference.p_value,
-                    }
+                    PairedDifference(
+                        run=str(other.path),
+                        group=group,
+                        metric=metric,
+                        n=difference.n,
+                        a=difference.mean_a,
+                        b=difference.mean_b,
+                        difference=difference.difference,
+                        ci=(difference.ci_low, difference.ci_high),
+                        p_value=difference.p_value,
+                    )
                 )
-    return {
-        "baseline": _describe(baseline),
-        "runs": [_describe(other) for other in runs[1:]],
-        "warnings": [
+    return Comparison(
+        baseline=_describe(baseline),
+        runs=tuple(_describe(other) for other in runs[1:]),
+        warnings=tuple(
             warning for other in runs[1:] if (warning := _judged_differently(baseline, other))
-        ],
-        "dataset": baseline.manifest.dataset.to_dict(),
-        "questions": len(baseline.results),
-        "metrics": chosen,
-        "resamples": resamples,
-        "seed": seed,
-        "confidence": 0.95,
-        "method": (
-            "difference = run - baseline over the questions both scored, paired by "
-            "(sample_id, question_id); CI: percentile paired bootstrap; p: two-sided "
-            "paired permutation (sign flips), (1 + extreme) / (1 + resamples)"
         ),
-        "comparisons": rows,
-        "leaderboard": leaderboard(runs, chosen[0]).to_dict(),
-        "judges": judges_comparison(runs, aligned, resamples=resamples, seed=seed),
-        "arms": arm_comparison(runs),
-        "cost_per_correct": [cost_per_correct(run) for run in runs],
-    }
+        dataset=baseline.manifest.dataset.to_dict(),
+        questions=len(baseline.results),
+        metrics=tuple(chosen),
+        resamples=resamples,
+        seed=seed,
+        differences=tuple(rows),
+        leaderboard=leaderboard(runs, chosen[0]),
+        judges=tuple(judges_comparison(runs, aligned, resamples=resamples, seed=seed)),
+        arms=arm_comparison(runs),
+        cost_per_correct=tuple(cost_per_correct(run) for run in runs),
+    )
 
 
 #: What makes two judges the same judge (base URLs aside: one model served twice is one).
@@ -239,28 +323,28 @@ def format_p_value(value: float | None, resamples: int) -> str:
     return f"<{floor:.0e}".replace("e-0", "e-") if value <= floor else f"{value:.4f}"
 
 
-def format_comparison(comparison: dict[str, Any]) -> str:
+def format_comparison(comparison: Comparison) -> str:
     """The comparison as markdown: the leaderboard, then one table per compared run and
     metric."""
-    baseline = comparison["baseline"]
-    dataset = comparison["dataset"]
+    baseline = comparison.baseline
+    dataset = comparison.dataset
     sha = str(dataset.get("sha256") or "")
     lines = [
         f"Baseline A: `{baseline['path']}` ({baseline['label']}, {baseline['memory_repr']})",
         "",
-        f"Dataset {dataset.get('name')} (sha256 `{sha[:12]}…`), {comparison['questions']:,} "
+        f"Dataset {dataset.get('name')} (sha256 `{sha[:12]}…`), {comparison.questions:,} "
         f"questions paired by id. Δ = B − A; 95% CI: paired bootstrap, "
-        f"{comparison['resamples']:,} resamples, seed {comparison['seed']}; p: paired "
-        f"permutation test, {comparison['resamples']:,} sign flips, two-sided.",
-        *_costs_table([baseline, *comparison["runs"]]),
+        f"{comparison.resamples:,} resamples, seed {comparison.seed}; p: paired "
+        f"permutation test, {comparison.resamples:,} sign flips, two-sided.",
+        *_costs_table([baseline, *comparison.runs]),
         "",
-        format_leaderboard(Leaderboard.from_dict(comparison["leaderboard"])),
+        format_leaderboard(comparison.leaderboard),
         *_arms_and_costs(comparison),
     ]
-    for warning in comparison.get("warnings", ()):
+    for warning in comparison.warnings:
         lines[1:1] = ["", f"**Warning: {warning}.**"]
-    for other in comparison["runs"]:
-        for metric in comparison["metrics"]:
+    for other in comparison.runs:
+        for metric in comparison.metrics:
             title = METRIC_TITLES.get(metric, metric)
             lines += [
                 "",
@@ -269,17 +353,17 @@ def format_comparison(comparison: dict[str, Any]) -> str:
                 "| category | n | A | B | Δ | 95% CI | p |",
                 "| --- | ---: | ---: | ---: | ---: | :---: | ---: |",
             ]
-            for row in comparison["comparisons"]:
-                if row["run"] != other["path"] or row["metric"] != metric:
+            for row in comparison.differences:
+                if row.run != other["path"] or row.metric != metric:
                     continue
-                low, high = row["ci"]
-                interval = "-" if low is None else f"[{low:+.3f}, {high:+.3f}]"
+                low, high = row.ci
+                interval = "-" if low is None or high is None else f"[{low:+.3f}, {high:+.3f}]"
                 lines.append(
-                    f"| {row['group']} | {row['n']} | {_number(row['a'])} | {_number(row['b'])} "
-                    f"| {_number(row['difference'], signed=True)} | {interval} "
-                    f"| {format_p_value(row['p_value'], comparison['resamples'])} |"
+                    f"| {row.group} | {row.n} | {_number(row.a)} | {_number(row.b)} "
+                    f"| {_number(row.difference, signed=True)} | {interval} "
+                    f"| {format_p_value(row.p_value, comparison.resamples)} |"
                 )
-    lines += format_judges_comparison(comparison.get("judges", ()), comparison["resamples"])
+    lines += format_judges_comparison(comparison.judges, comparison.resamples)
     return "\n".join(lines)
 
 
@@ -321,19 +405,19 @@ def _judge_scores(run: Run, keys: set[tuple[str, str]]) -> dict[tuple[str, str],
     return found
 
 
-def _arms_and_costs(comparison: Mapping[str, Any]) -> list[str]:
+def _arms_and_costs(comparison: Comparison) -> list[str]:
     """The markdown of the comparison's arm split (when there is one) and cost per
     correct answer (when any run was judged), each after a blank line."""
     lines: list[str] = []
-    split = comparison.get("arms")
+    split = comparison.arms
     if split is not None:
         title = METRIC_TITLES.get(split["metric"], split["metric"])
         lines += ["", *format_arm_split(split, metric=title, group=split["group"], n=split["n"])]
-    costs = format_cost_per_correct(comparison.get("cost_per_correct", []))
+    costs = format_cost_per_correct(comparison.cost_per_correct)
     return lines + (["", *costs] if costs else [])
 
 
-def _costs_table(described: list[dict[str, Any]]) -> list[str]:
+def _costs_table(described: Sequence[Mapping[str, Any]]) -> list[str]:
     """Each run's model calls per phase (calls, tokens in + out), when any run counted any."""
     costs = [run.get("costs") for run in described]
     found = [p["phase"] for c in costs if c is not None for p in c["phases"]]
@@ -364,7 +448,7 @@ def _costs_table(described: list[dict[str, Any]]) -> list[str]:
     return lines
 
 
-def plot_comparison(comparison: dict[str, Any], file: Path) -> None:
+def plot_comparison(comparison: Comparison, file: Path) -> None:
     """Per-category bars of each metric's difference, with CI whiskers, saved to ``file``."""
     matplotlib = require("matplotlib", extra="plot", purpose="himga compare --plot")
     matplotlib.use("Agg")
@@ -376,9 +460,9 @@ def plot_comparison(comparison: dict[str, Any], file: Path) -> None:
             f"--plot {file}: not a figure format matplotlib writes; end the name in "
             f"{', '.join('.' + name for name in sorted(formats))}"
         )
-    metrics = comparison["metrics"]
-    runs = comparison["runs"]
-    groups = list(dict.fromkeys(row["group"] for row in comparison["comparisons"]))
+    metrics = comparison.metrics
+    runs = comparison.runs
+    groups = list(dict.fromkeys(row.group for row in comparison.differences))
     figure, axes = pyplot.subplots(
         len(metrics), 1, figsize=(1.3 * len(groups) + 2, 2.4 * len(metrics)), squeeze=False
     )
@@ -386,26 +470,32 @@ def plot_comparison(comparison: dict[str, Any], file: Path) -> None:
     for axis, metric in zip(axes[:, 0], metrics, strict=True):
         for k, other in enumerate(runs):
             rows = {
-                row["group"]: row
-                for row in comparison["comparisons"]
-                if row["run"] == other["path"] and row["metric"] == metric
+                row.group: row
+                for row in comparison.differences
+                if row.run == other["path"] and row.metric == metric
             }
-            xs, heights, below, above = [], [], [], []
+            xs: list[float] = []
+            heights: list[float] = []
+            below: list[float] = []
+            above: list[float] = []
             for g, group in enumerate(groups):
                 row = rows.get(group)
-                if row is None or row["difference"] is None:
+                if row is None or row.difference is None:
+                    continue
+                low, high = row.ci
+                if low is None or high is None:
                     continue
                 xs.append(g + (k - (len(runs) - 1) / 2) * width)
-                heights.append(row["difference"])
-                below.append(row["difference"] - row["ci"][0])
-                above.append(row["ci"][1] - row["difference"])
+                heights.append(row.difference)
+                below.append(row.difference - low)
+                above.append(high - row.difference)
             axis.bar(xs, heights, width, yerr=[below, above], capsize=3, label=other["label"])
         axis.axhline(0, color="black", linewidth=0.8)
         axis.set_ylabel(f"Δ {METRIC_TITLES.get(metric, metric)}")
         axis.set_xticks(range(len(groups)))
         axis.set_xticklabels(groups, fontsize=8)
     axes[0, 0].set_title(
-        f"run − {comparison['baseline']['label']} (95% paired bootstrap CI)", fontsize=10
+        f"run − {comparison.baseline['label']} (95% paired bootstrap CI)", fontsize=10
     )
     axes[0, 0].legend(fontsize=8)
     save_figure(pyplot, figure, file)

@@ -5,7 +5,7 @@ judge (``himga compare``)."""
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from himga.eval import result_groups
@@ -124,7 +124,7 @@ def _mean(scores: Sequence[float]) -> float | None:
     return sum(judged) / len(judged) if judged else None
 
 
-def format_judges_comparison(found: Sequence[dict[str, Any]], resamples: int) -> list[str]:
+def format_judges_comparison(found: Sequence[Mapping[str, Any]], resamples: int) -> list[str]:
     """:func:`judges_comparison` as markdown lines (none when it is empty)."""
     lines: list[str] = []
     for row in found:
