@@ -16,10 +16,9 @@ from himga._cli import main
 from himga.data import load_dataset
 from himga.eval import SEARCH_K, AgentSpec, RayExecutor, run_eval
 from himga.eval._ray import _Worker
-from himga.integrations import CostSummary, PhaseCost, ProxyCall, RecordingProxy
 from himga.llm import ChatMessage, FakeLLMServer
+from himga.metering import CallLog, CostSummary, PhaseCost, ProxyCall, RecordingProxy
 from himga.runs import CostsInfo, Manifest, RunDir, render_report
-from himga.runs._costs import CallLog
 from tests import cost_support
 from tests.data_fixtures import read_run, write_json
 from tests.fake_llm_support import point_at

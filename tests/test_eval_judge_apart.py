@@ -12,8 +12,8 @@ import pytest
 
 from himga._cli import main
 from himga.eval.judge import offline_judge_responder
-from himga.integrations import CostSummary, ProxyCall
 from himga.llm import FakeLLMServer
+from himga.metering import CostSummary, ProxyCall
 from tests.data_fixtures import read_run, write_json
 from tests.fake_llm_support import point_at
 from tests.integration_support import LOCOMO

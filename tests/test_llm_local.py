@@ -24,9 +24,8 @@ from himga._extras import MissingExtraError
 from himga.agent import BaseAgent
 from himga.eval import AgentSpec
 from himga.eval._identity import run_identity
-from himga.integrations import ProxyCall
-from himga.integrations._meter import RunMeter
 from himga.llm import LLMConfigError, LocalModelError, _gguf, _local_server, get_client
+from himga.metering import ProxyCall, RunMeter
 from tests.cli_support import QUICK, cwd, offline_cli, run_cli
 from tests.local_model import SMOLLM2_SHA256, require_local_runtime, smollm2_gguf
 from tests.test_eval_support import RecordingMemory, ScriptedLLM

@@ -40,7 +40,7 @@ class Executor(Protocol):
 
 class PhaseMeter(Protocol):
     """Counts what the memory spends per phase of the run (a
-    :class:`~himga.integrations.RecordingProxy` its endpoint is routed through):
+    :class:`~himga.metering.RecordingProxy` its endpoint is routed through):
     the loop enters ``phase(name)`` on the thread that calls the memory, so every
     memory call falls in exactly one window."""
 

@@ -21,8 +21,7 @@ from himga.eval._local import evaluate_here
 from himga.eval._options import EvalOptions, PhaseMeter
 from himga.eval._result import EvalResult
 from himga.eval._spec import AgentSpec
-from himga.integrations import ProxyCall
-from himga.integrations._meter import RunMeter
+from himga.metering import ProxyCall, RunMeter
 
 __all__ = ["RayClusterError", "RayExecutor", "RunStopped", "WorkerStartError"]
 

@@ -17,8 +17,8 @@ from himga.memory._protocol import BaseMemory, LLMUser
 from himga.memory._registry import ResolvedMemory, memory_provenance, resolve_memory
 
 if TYPE_CHECKING:
-    from himga.integrations._meter import RunMeter
     from himga.llm import SDKClient
+    from himga.metering import RunMeter
 
 __all__ = ["LLM_SETTINGS", "AgentSpec", "AgentSpecError"]
 

@@ -118,7 +118,7 @@ class EndpointUser(Protocol):
 
     ``himga eval`` reads :attr:`llm_endpoint` of every instance it creates, before
     the first call, and when it is not ``None`` starts a
-    :class:`~himga.integrations.RecordingProxy` in front of it and calls
+    :class:`~himga.metering.RecordingProxy` in front of it and calls
     :meth:`route_llm` with the proxy's URL: the memory's calls are then counted
     per phase of the run (``ingest``, ``retrieval``, ``preflight``) in the
     manifest's ``costs``. The proxy forwards every request unchanged, path

@@ -19,7 +19,7 @@ from himga.eval import (
 )
 from himga.eval._metric_registry import MetricTitles
 from himga.eval._paired import DEFAULT_RESAMPLES, paired_differences
-from himga.integrations import PHASES
+from himga.metering import PHASES
 from himga.runs._arms import ArmKind, arm_of, arm_split, format_arm_split
 from himga.runs._files import save_figure
 from himga.runs._judges import format_judges_comparison, judges_comparison

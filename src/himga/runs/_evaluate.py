@@ -38,7 +38,6 @@ from himga.eval._identity import llm_identity, memory_config, temperature_of
 from himga.eval._memory_calls import DEFAULT_MEMORY_TIMEOUT
 from himga.eval._oracle import Arm
 from himga.eval._shard import coverage
-from himga.integrations import CostSummary, ProxyCall
 from himga.llm import (
     HasCacheStats,
     HasMaxRetries,
@@ -49,7 +48,7 @@ from himga.llm import (
 )
 from himga.llm._client import public_url
 from himga.memory import BaseMemory, memory_provenance, resolve_memory
-from himga.runs._costs import CALLS_FILE, CallLog, RunMeter, read_calls
+from himga.metering import CALLS_FILE, CallLog, CostSummary, ProxyCall, RunMeter, read_calls
 from himga.runs._journal import read_legacy_verdicts
 from himga.runs._judge import carried_judges, judge_entry, judge_into_record
 from himga.runs._manifest import CostsInfo, DatasetInfo, Manifest, MemoryInfo, ShardInfo
@@ -229,9 +228,9 @@ def evaluate_run(request: EvalRequest, *, notify: Callable[[str], None] = _silen
     (the directory cannot hold this run), and the errors of the dataset,
     memory and LLM configuration.
 
-    Run here, every model call is counted per phase (:mod:`himga.runs._costs`):
+    Run here, every model call is counted per phase (:mod:`himga.metering`):
     the memory's own (an :class:`~himga.memory.EndpointUser`'s endpoint routed
-    through a loopback :class:`~himga.integrations.RecordingProxy`, an
+    through a loopback :class:`~himga.metering.RecordingProxy`, an
     :class:`~himga.memory.LLMUser` given a client that calls through one) and the
     answering and judging client's, appended to ``calls.jsonl`` and summed in the
     manifest's ``costs``. On Ray the pre-flight and the judging are metered

@@ -18,7 +18,7 @@ from typing_extensions import Self
 from himga._errors import HimgaError
 from himga.eval._oracle import ARMS
 from himga.eval.judge import judge_id
-from himga.integrations._proxy import CostSummary
+from himga.metering import CostSummary
 
 __all__ = [
     "MANIFEST_FORMAT",

@@ -18,8 +18,7 @@ from himga.eval import (
     compute_metrics,
 )
 from himga.eval._shard import Shard
-from himga.integrations import CostSummary
-from himga.runs._costs import CALLS_FILE
+from himga.metering import CALLS_FILE, CostSummary
 from himga.runs._files import write_jsonl, write_text_atomic
 from himga.runs._judge import judge_entry
 from himga.runs._manifest import MANIFEST_FORMAT, CostsInfo, Manifest

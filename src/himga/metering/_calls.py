@@ -1,7 +1,7 @@
 """What ``himga eval`` counts of the model calls a run makes, per phase, through loopback proxies.
 
 The memory's own calls (an :class:`~himga.memory.EndpointUser` routed through a
-:class:`~himga.integrations.RecordingProxy`; an :class:`~himga.memory.LLMUser`
+:class:`~himga.metering.RecordingProxy`; an :class:`~himga.memory.LLMUser`
 given a client that calls through one) fall in the windows the evaluation loop
 opens on the memory thread: ``preflight``, ``ingest``, ``retrieval``. The
 answering and judging client calls through a proxy of its own, whose windows are
@@ -11,7 +11,7 @@ Every call is appended to the run directory's ``calls.jsonl`` as it completes, s
 a resumed run adds its calls to those of the parts before it -- an interrupted
 part's included, even one killed outright -- and the manifest's ``costs`` is
 their sum. On Ray each worker meters its own agent with a
-:class:`~himga.integrations._meter.RunMeter` of its own, in the same windows,
+:class:`~himga.metering.RunMeter` of its own, in the same windows,
 and its calls reach the log when it returns their sample (those of an attempt
 lost with its actor never do).
 """
@@ -23,10 +23,9 @@ import threading
 from pathlib import Path
 from typing import IO
 
-from himga.integrations import ProxyCall
-from himga.integrations._meter import RunMeter
+from himga.metering._proxy import ProxyCall
 
-__all__ = ["CALLS_FILE", "CallLog", "RunMeter", "read_calls"]
+__all__ = ["CALLS_FILE", "CallLog", "read_calls"]
 
 #: The file of a run directory each metered model call is appended to.
 CALLS_FILE = "calls.jsonl"

@@ -12,8 +12,8 @@ import threading
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack
 
-from himga.integrations._proxy import ProxyCall, RecordingProxy
 from himga.llm._client import public_url
+from himga.metering._proxy import ProxyCall, RecordingProxy
 
 __all__ = ["RunMeter"]
 
@@ -115,7 +115,7 @@ class RunMeter:
 
     def settle(self) -> None:
         """Wait until every call answered so far has been passed to ``on_call``
-        (:meth:`~himga.integrations.RecordingProxy.settle` on each proxy)."""
+        (:meth:`~himga.metering.RecordingProxy.settle` on each proxy)."""
         with self._lock:
             proxies = [*self._memory.values(), *self._answer.values()]
         for proxy in proxies:

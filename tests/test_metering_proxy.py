@@ -12,19 +12,19 @@ import threading
 import pytest
 
 from himga.data.schema import Message, Session
-from himga.integrations import (
+from himga.integrations import Mem0Memory
+from himga.llm import FakeLLMServer, word_count
+from himga.llm._protocol import ChatMessage
+from himga.metering import (
     CostSummary,
-    IntegrationConfigError,
-    Mem0Memory,
+    MeteringConfigError,
     PhaseCost,
     ProxyCall,
     RecordingProxy,
+    RunMeter,
 )
-from himga.integrations import _proxy as proxy_module
-from himga.integrations._meter import RunMeter
-from himga.integrations._proxy import _tokens
-from himga.llm import FakeLLMServer, word_count
-from himga.llm._protocol import ChatMessage
+from himga.metering import _proxy as proxy_module
+from himga.metering._proxy import _tokens
 
 pytestmark = pytest.mark.usefixtures("loopback_only")
 
@@ -138,7 +138,7 @@ def test_usage_is_read_from_json_and_event_streams() -> None:
 
 
 def test_upstream_must_be_an_http_url() -> None:
-    with pytest.raises(IntegrationConfigError, match="upstream must be"):
+    with pytest.raises(MeteringConfigError, match="upstream must be"):
         RecordingProxy("127.0.0.1:8000")
     with pytest.raises(RuntimeError, match="not running"):
         _ = RecordingProxy("http://127.0.0.1:1").base_url
@@ -278,3 +278,15 @@ def test_an_event_stream_with_odd_message_and_usage_values_is_counted_without_a_
         (call,) = proxy.calls
     assert (call.status, call.input_tokens, call.output_tokens) == (200, None, 2)
     assert "Traceback" not in capsys.readouterr().err
+
+
+def test_the_names_that_moved_to_metering_keep_a_deprecated_alias() -> None:
+    import himga.integrations
+    import himga.metering
+
+    for name in ("PHASES", "CostSummary", "PhaseCost", "ProxyCall", "RecordingProxy"):
+        with pytest.warns(DeprecationWarning, match=f"himga.metering.{name}"):
+            moved = getattr(himga.integrations, name)
+        assert moved is getattr(himga.metering, name)
+    with pytest.raises(AttributeError, match="no attribute 'Nope'"):
+        himga.integrations.Nope  # noqa: B018

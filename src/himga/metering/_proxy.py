@@ -18,10 +18,22 @@ from urllib.parse import urlsplit
 
 from typing_extensions import Self
 
+from himga._errors import HimgaError
 from himga._loopback import LoopbackService
-from himga.integrations._errors import IntegrationConfigError
 
-__all__ = ["PHASES", "CostSummary", "PhaseCost", "ProxyCall", "RecordingProxy"]
+__all__ = [
+    "PHASES",
+    "CostSummary",
+    "MeteringConfigError",
+    "PhaseCost",
+    "ProxyCall",
+    "RecordingProxy",
+]
+
+
+class MeteringConfigError(HimgaError, ValueError):
+    """A recording proxy given an upstream it cannot relay to; the message names it."""
+
 
 #: The phases of an evaluation, in report order; any other name is accepted too.
 PHASES = ("preflight", "ingest", "retrieval", "answering", "judging")
@@ -341,7 +353,7 @@ class RecordingProxy:
     ) -> None:
         parts = urlsplit(upstream)
         if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise IntegrationConfigError(
+            raise MeteringConfigError(
                 f"RecordingProxy: upstream must be an http:// or https:// URL, got {upstream!r}"
             )
         self.upstream = upstream.rstrip("/")
