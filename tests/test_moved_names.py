@@ -74,3 +74,34 @@ def test_unknown_dataset_error_is_one_class_wherever_it_is_imported_from() -> No
     assert himga.data.UnknownDatasetError is himga.benchmarks.UnknownDatasetError
     with pytest.raises(himga.data.UnknownDatasetError, match="unknown dataset 'nope'"):
         himga.benchmarks.get_benchmark("nope")
+
+
+@pytest.mark.integration
+def test_the_text_scorers_moved_to_scoring_and_himga_eval_metrics_says_so() -> None:
+    lines = _run(
+        "import warnings\n"
+        "import himga.eval\n"
+        "with warnings.catch_warnings(record=True) as caught:\n"
+        "    warnings.simplefilter('always')\n"
+        "    from himga.eval.metrics import bleu1, exact_match, normalize_answer, token_f1\n"
+        "    attribute = himga.eval.metrics\n"
+        "import himga.scoring.metrics as moved\n"
+        "print(token_f1 is moved.token_f1, bleu1 is moved.bleu1,\n"
+        "      exact_match is moved.exact_match, normalize_answer is moved.normalize_answer,\n"
+        "      attribute.token_f1 is moved.token_f1)\n"
+        "print([str(w.message) for w in caught if w.category is DeprecationWarning])\n"
+    )
+    assert lines == [
+        "True True True True True",
+        "['himga.eval.metrics moved to himga.scoring.metrics: "
+        "from himga.scoring.metrics import token_f1']",
+    ]
+
+
+def test_himga_eval_still_exports_the_result_and_metric_types_of_scoring() -> None:
+    import himga.eval
+    import himga.scoring
+
+    for name in ("EvalResult", "MemoryCallError", "Metric", "MetricNeed", "RunMetric", "SEARCH_K"):
+        assert name in himga.eval.__all__
+        assert getattr(himga.eval, name) is getattr(himga.scoring, name)

@@ -51,7 +51,7 @@ from himga.data._errors import UnknownDatasetError
 from himga.data.schema import Sample
 
 if TYPE_CHECKING:
-    from himga.eval._metric import Metric, RunMetric
+    from himga.scoring._metric import Metric, RunMetric
 
 __all__ = [
     "ENTRY_POINT_GROUP",

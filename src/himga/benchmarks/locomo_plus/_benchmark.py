@@ -50,7 +50,7 @@ from himga.data._errors import DatasetError, DatasetNotFoundError, EvidenceWarni
 from himga.data.schema import Sample
 
 if TYPE_CHECKING:
-    from himga.eval._metric import Metric, RunMetric
+    from himga.scoring._metric import Metric, RunMetric
 
 __all__ = ["FILE", "LocomoPlus", "benchmarks"]
 
