@@ -41,7 +41,7 @@ from pathlib import Path
 from typing import Any
 
 from himga.benchmarks import get_benchmark
-from himga.data._errata import Errata, read_errata
+from himga.benchmarks._errata import Errata, read_errata
 from himga.eval import question_scores
 from himga.eval._agreement import cohen_kappa, fleiss_kappa, one_sided
 from himga.eval._intervals import Proportion, wilson_interval

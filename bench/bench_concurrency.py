@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from himga.agent import BaseAgent
-from himga.data import load_dataset
+from himga.benchmarks import load_dataset
 from himga.eval import batch_judge, run_eval
 from himga.llm import ChatMessage, FakeLLMServer, get_client
 from himga.memory import NullMemory

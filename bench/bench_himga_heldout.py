@@ -50,8 +50,9 @@ from typing import Any
 
 from bench.bench_recall import git_commit
 from himga.agent import BaseAgent
+from himga.benchmarks import load_dataset
 from himga.benchmarks.longmemeval import longmemeval_retrieval_metrics, session_sizes
-from himga.data import Sample, Session, load_dataset
+from himga.data import Sample, Session
 from himga.embed import CachedEmbedder, get_embedder
 from himga.eval import (
     EvalResult,

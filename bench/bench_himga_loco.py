@@ -59,7 +59,8 @@ from numpy.typing import NDArray
 from bench.bench_himga_heldout import with_distractors
 from bench.bench_recall import git_commit
 from himga.agent import BaseAgent
-from himga.data import Sample, load_dataset
+from himga.benchmarks import load_dataset
+from himga.data import Sample
 from himga.embed import Embedder, get_embedder
 from himga.eval import EvalResult, compute_metrics, run_eval
 from himga.memory import BM25Memory, HiMGAMemory, HiMGAWeights

@@ -2,7 +2,7 @@
 
 Corpora: (a) one LoCoMo conversation (conv-26, its questions asked 5 times);
 (b) a LongMemEval_S-sized sample from the synthetic generator
-(:mod:`himga.data.synthetic`: 50 sessions x 10 turns of ~1,000 characters,
+(:mod:`himga.benchmarks.longmemeval.synthetic`: 50 sessions x 10 turns of ~1,000 characters,
 ~115k tokens), queried with 500 six-word runs of its own turns; (c) all 5,882
 LoCoMo-10 turns as a single session (a chat log with no session breaks),
 queried with conv-26's questions. Per memory: ``ingest`` per turn,
@@ -40,8 +40,9 @@ from pathlib import Path
 from typing import Any
 
 from bench.bench_recall import git_commit
-from himga.data import Message, Session, load_dataset
-from himga.data.synthetic import write_longmemeval
+from himga.benchmarks import load_dataset
+from himga.benchmarks.longmemeval.synthetic import write_longmemeval
+from himga.data import Message, Session
 from himga.memory import BM25Memory, HiMGAMemory
 
 TOP_K = 10

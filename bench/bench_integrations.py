@@ -11,7 +11,7 @@ import statistics
 import time
 from collections.abc import Callable
 
-from himga.data import load_dataset
+from himga.benchmarks import load_dataset
 from himga.embed import get_embedder
 from himga.integrations import LangMemMemory, MCPMemory, Mem0Memory
 from himga.memory import SearchableMemory

@@ -5,7 +5,7 @@ Run by hand (never in the test suite)::
     uv run python bench/bench_loaders.py            # LongMemEval_S-sized: 500 q x 50 sessions
     uv run python bench/bench_loaders.py --questions 50 --sessions 500   # _M-like elements
 
-A generated file in the official layout (``himga.data.synthetic``) is written to
+A generated file in the official layout (``himga.benchmarks.longmemeval.synthetic``) is written to
 ``/tmp`` (reused when present; never commit it). Every measurement runs in a
 fresh interpreter, so ``ru_maxrss`` is the peak of that variant alone; variants
 are interleaved run by run, and medians are reported with the ratio to
@@ -29,7 +29,7 @@ VARIANTS = ("imports", "json.load", "load_dataset", "iter_dataset")
 
 def _child(variant: str, path: Path) -> None:
     """Measure one variant in this (fresh) process; print a JSON line."""
-    from himga.data import iter_dataset, load_dataset
+    from himga.benchmarks import iter_dataset, load_dataset
 
     start = time.perf_counter()
     cpu_start = time.process_time()
@@ -82,7 +82,7 @@ def main() -> None:
         _child(args.child[0], Path(args.child[1]))
         return
     if args.generate:
-        from himga.data.synthetic import write_longmemeval
+        from himga.benchmarks.longmemeval.synthetic import write_longmemeval
 
         questions, sessions, turns, turn_chars = map(int, args.generate[1:])
         target = Path(args.generate[0])

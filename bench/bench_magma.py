@@ -39,7 +39,8 @@ from pathlib import Path
 from tests.magma_support import magma_responder
 
 from himga._cli import main as cli_main
-from himga.data import Sample, load_dataset
+from himga.benchmarks import load_dataset
+from himga.data import Sample
 from himga.llm import FakeLLMServer, SDKClient, get_client
 from himga.memory import MagmaMemory, MagmaPaperMemory
 

@@ -31,7 +31,7 @@ from pathlib import Path
 os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")  # loopback addresses only
 os.environ.setdefault("RAY_ENABLE_UV_RUN_RUNTIME_ENV", "0")  # do not ship the checkout
 
-from himga.data import load_dataset
+from himga.benchmarks import load_dataset
 from himga.eval import AgentSpec, RayExecutor, run_eval
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -35,7 +35,8 @@ from typing import Any
 
 from himga._extras import require
 from himga.agent import BaseAgent
-from himga.data import Category, Sample, load_dataset
+from himga.benchmarks import load_dataset
+from himga.data import Category, Sample
 from himga.eval import compute_metrics, context_containment, run_eval
 from himga.eval._ranking import evidence_recall_at_k
 from himga.memory import BM25Memory, FullContextMemory, KeywordMemory, SearchableMemory

@@ -48,7 +48,8 @@ from typing import Any
 
 from bench.bench_recall import git_commit
 from himga._extras import require
-from himga.data import Message, Sample, Session, load_dataset
+from himga.benchmarks import load_dataset
+from himga.data import Message, Sample, Session
 from himga.memory import BM25Memory
 
 TOP_K = 10

@@ -55,7 +55,8 @@ from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
-from himga.data import Message, Session, load_dataset
+from himga.benchmarks import load_dataset
+from himga.data import Message, Session
 from himga.memory._ann import EF_SEARCH
 
 ROOT = Path(__file__).resolve().parent.parent

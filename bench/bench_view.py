@@ -6,10 +6,11 @@ Run by hand (never in the test suite)::
     uv run python bench/bench_view.py --rounds 3 --questions 2000
 
 The run is made once by ``himga eval`` itself (``bm25``, offline) on a generated
-LongMemEval-layout file (``himga.data.synthetic``: one question per sample, 3 sessions
-of 6 turns of ~300 characters) and kept under ``/tmp/himga-bench-view`` (reused when
-present; never commit it). Each round, in Debian's Chromium (headless, Playwright, one
-browser for the whole bench, a fresh context per measurement so nothing is cached):
+LongMemEval-layout file (``himga.benchmarks.longmemeval.synthetic``: one question per
+sample, 3 sessions of 6 turns of ~300 characters) and kept under
+``/tmp/himga-bench-view`` (reused when present; never commit it). Each round, in Debian's
+Chromium (headless, Playwright, one browser for the whole bench, a fresh context per
+measurement so nothing is cached):
 
 * ``served``: from starting ``himga view RUN`` (a fresh interpreter: imports, reading
   and checking the run, building the documents) to the leaderboard, then the first
@@ -56,7 +57,7 @@ PAGES = ("#/", "#/run/0", "#/run/0/q/0")
 
 def make_run(questions: int) -> Path:
     """The bm25 run over ``questions`` generated questions (made once, then reused)."""
-    from himga.data.synthetic import write_longmemeval
+    from himga.benchmarks.longmemeval.synthetic import write_longmemeval
     from himga.runs import EvalRequest, evaluate_run
 
     run = ROOT / f"run-{questions}"

@@ -25,8 +25,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from himga.benchmarks import get_benchmark
-from himga.data import load_dataset
+from himga.benchmarks import get_benchmark, load_dataset
 
 __all__ = ["SEED", "SUBSETS", "Subset", "allocate", "draw", "read_ids"]
 

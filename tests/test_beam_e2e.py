@@ -12,9 +12,8 @@ import pytest
 
 from himga._cli import main
 from himga.agent import BaseAgent
-from himga.benchmarks import _registry, get_benchmark
+from himga.benchmarks import _registry, get_benchmark, load_dataset
 from himga.benchmarks.beam import BeamBenchmark, BeamJudge
-from himga.data import load_dataset
 from himga.eval import batch_judge, compute_metrics, run_eval
 from himga.llm import FakeLLMServer, get_client
 from himga.memory import BM25Memory

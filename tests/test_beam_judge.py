@@ -10,7 +10,7 @@ import pytest
 from himga.benchmarks import Judge, JudgeRequest, UnjudgeableError
 from himga.benchmarks.beam import BeamJudge, parse_equivalence, parse_rubric_verdict
 from himga.benchmarks.beam._prompts import EQUIVALENCE_PROMPT, RUBRIC_PROMPT
-from himga.eval._result import EvalResult
+from himga.scoring._result import EvalResult
 from tests.test_eval_support import make_result
 
 

@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from himga._cli import main
-from himga.benchmarks import get_benchmark
+from himga.benchmarks import get_benchmark, load_dataset
 from himga.benchmarks.beam import iter_beam
-from himga.data import DatasetError, MissingEvidenceWarning, MissingIdWarning, load_dataset
+from himga.data import DatasetError, MissingEvidenceWarning, MissingIdWarning
 from tests.test_beam_load import _chat, _questions, _write
 
 

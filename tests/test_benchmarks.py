@@ -18,9 +18,11 @@ from himga.benchmarks import (
     _registry,
     find_benchmark,
     get_benchmark,
+    load_dataset,
     register_benchmark,
+    resolve_dataset,
 )
-from himga.data import DatasetNotFoundError, load_dataset, resolve_dataset
+from himga.data import DatasetNotFoundError
 from himga.eval import compute_metrics, format_table, get_metric, run_eval
 from himga.llm import ChatMessage, FakeLLMServer
 from himga.memory import BM25Memory

@@ -15,7 +15,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from himga._loopback import LoopbackService
-from himga.benchmarks import Benchmark, get_benchmark
+from himga.benchmarks import Benchmark, get_benchmark, load_dataset
 from himga.benchmarks.locomo_plus import (
     CUE_SESSION,
     FILE,
@@ -34,7 +34,6 @@ from himga.data import (
     Message,
     Sample,
     Session,
-    load_dataset,
 )
 from tests.conftest import SHARED_DATASETS
 from tests.data_fixtures import write_json

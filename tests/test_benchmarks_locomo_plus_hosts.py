@@ -7,9 +7,10 @@ from pathlib import Path
 
 import pytest
 
+from himga.benchmarks import load_dataset
 from himga.benchmarks.locomo import LOCOMO
 from himga.benchmarks.locomo_plus import FILE
-from himga.data import DatasetError, load_dataset
+from himga.data import DatasetError
 from tests.data_fixtures import write_json
 from tests.test_benchmarks_locomo_plus import _GOOD, _write_upstream_layout
 

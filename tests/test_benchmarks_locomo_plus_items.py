@@ -11,8 +11,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from himga import HimgaError
+from himga.benchmarks import load_dataset
 from himga.benchmarks.locomo_plus import TimeGapError, parse_time_gap, read_items
-from himga.data import DatasetError, Sample, UnknownCategoryWarning, load_dataset
+from himga.data import DatasetError, Sample, UnknownCategoryWarning
 from tests.data_fixtures import write_json
 from tests.test_benchmarks_locomo_plus import _write_upstream_layout
 

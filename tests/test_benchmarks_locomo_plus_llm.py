@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from himga.benchmarks import load_dataset
 from himga.benchmarks.locomo_plus import PROMPTS
-from himga.data import load_dataset
 from himga.eval import compute_metrics
 from himga.llm import ChatMessage
 from tests.fake_llm_support import answer_and_judge

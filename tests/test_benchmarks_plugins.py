@@ -26,8 +26,10 @@ from himga.benchmarks import (
     benchmarks,
     find_benchmark,
     get_benchmark,
+    load_dataset,
+    resolve_dataset,
 )
-from himga.data import Sample, load_dataset, resolve_dataset
+from himga.data import Sample
 from himga.eval import (
     EvalResult,
     Metric,

@@ -17,8 +17,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from himga.data import ChecksumMismatchError, DatasetError, load_dataset
-from himga.data.synthetic import longmemeval_record
+from himga.benchmarks import load_dataset
+from himga.benchmarks.longmemeval.synthetic import longmemeval_record
+from himga.data import ChecksumMismatchError, DatasetError
 from tests.data_fixtures import locomo_samples, longmemeval_records, write_json
 
 Path_ = tuple[str | int, ...]

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from himga._cli import main
-from himga.data.synthetic import write_longmemeval
+from himga.benchmarks.longmemeval.synthetic import write_longmemeval
 
 
 @pytest.fixture(autouse=True)

@@ -12,8 +12,9 @@ from pathlib import Path
 import pytest
 
 from himga._loopback import LoopbackService
+from himga.benchmarks import resolve_dataset
 from himga.benchmarks.beam import BeamBenchmark
-from himga.data import DatasetNotFoundError, DownloadError, resolve_dataset
+from himga.data import DatasetNotFoundError, DownloadError
 from himga.data._download import DEADLINE_ENV, DEFAULT_DEADLINE, download_deadline
 
 DRIP = 0.05  # seconds between bytes: far below the 60 s per-read timeout

@@ -16,16 +16,10 @@ from typing import Any
 import pytest
 from hypothesis import given
 
+from himga.benchmarks import load_dataset
+from himga.benchmarks._load import _summarised
 from himga.benchmarks.locomo import code_of, normalise_evidence
-from himga.data import (
-    Category,
-    DatasetError,
-    EvidenceWarning,
-    Message,
-    Sample,
-    load_dataset,
-)
-from himga.data._load import _summarised
+from himga.data import Category, DatasetError, EvidenceWarning, Message, Sample
 from tests.data_fixtures import locomo_samples, write_json
 
 

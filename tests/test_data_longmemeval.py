@@ -14,6 +14,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from himga.benchmarks import iter_dataset, load_dataset
+from himga.benchmarks.longmemeval.synthetic import longmemeval_record, write_longmemeval
 from himga.data import (
     Category,
     DatasetError,
@@ -22,11 +24,8 @@ from himga.data import (
     MissingEvidenceWarning,
     UnknownCategoryWarning,
     _stream,
-    iter_dataset,
-    load_dataset,
 )
 from himga.data._stream import iter_json_array
-from himga.data.synthetic import longmemeval_record, write_longmemeval
 from tests.data_fixtures import longmemeval_records, write_json
 
 

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from himga.benchmarks import load_dataset, resolve_dataset
 from himga.benchmarks.longmemeval import SPLITS
-from himga.data import load_dataset, resolve_dataset
 from tests.conftest import SHARED_DATASETS
 
 

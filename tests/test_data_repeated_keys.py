@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from himga.data import DatasetError, load_dataset
+from himga.benchmarks import load_dataset
+from himga.data import DatasetError
 from tests.test_benchmarks_locomo_plus import _GOOD, _write_upstream_layout
 from tests.test_data_bad_input import _locomo
 

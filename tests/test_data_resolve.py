@@ -7,8 +7,10 @@ from pathlib import Path
 
 import pytest
 
+from himga.benchmarks import load_dataset, resolve_dataset
 from himga.benchmarks.locomo import SPEC as LOCOMO_SPEC
 from himga.benchmarks.longmemeval import SPLITS as LONGMEMEVAL_SPLITS
+from himga.benchmarks.longmemeval.synthetic import write_longmemeval
 from himga.data import (
     ChecksumMismatchError,
     DatasetError,
@@ -16,10 +18,7 @@ from himga.data import (
     EvidenceWarning,
     UnknownDatasetError,
     UnverifiedDownloadWarning,
-    load_dataset,
-    resolve_dataset,
 )
-from himga.data.synthetic import write_longmemeval
 from tests.loopback_server import LoopbackServer
 
 

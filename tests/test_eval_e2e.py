@@ -13,8 +13,9 @@ from pathlib import Path
 import pytest
 
 from himga.agent import BaseAgent
-from himga.data import Category, load_dataset
-from himga.data.synthetic import write_longmemeval
+from himga.benchmarks import load_dataset
+from himga.benchmarks.longmemeval.synthetic import write_longmemeval
+from himga.data import Category
 from himga.eval import batch_judge, compute_metrics, run_eval
 from himga.llm import ChatMessage, FakeLLMServer, get_client
 from himga.memory import NullMemory

@@ -25,7 +25,7 @@ from himga.eval import (
     register_metric,
     result_groups,
 )
-from himga.eval._metric import percentile
+from himga.scoring._metric import percentile
 from tests.test_eval_support import make_result
 
 

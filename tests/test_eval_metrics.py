@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from himga.benchmarks.locomo import locomo_f1
 from himga.data.schema import Category
-from himga.eval.metrics import bleu1, exact_match, normalize_answer, token_f1
+from himga.scoring.metrics import bleu1, exact_match, normalize_answer, token_f1
 
 SINGLE_HOP, MULTI_HOP, TEMPORAL, OPEN_DOMAIN, ADVERSARIAL = 4, 1, 2, 3, 5
 

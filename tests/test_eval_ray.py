@@ -26,7 +26,8 @@ import pytest
 
 from himga._cli import main
 from himga._extras import MissingExtraError
-from himga.data import Sample, load_dataset
+from himga.benchmarks import load_dataset
+from himga.data import Sample
 from himga.eval import (
     AgentSpec,
     RayClusterError,

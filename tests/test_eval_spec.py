@@ -10,7 +10,7 @@ import pytest
 
 from himga._cli import main
 from himga.agent import BaseAgent
-from himga.data import load_dataset
+from himga.benchmarks import load_dataset
 from himga.eval import AgentSpec, AgentSpecError, RayExecutor, run_eval
 from himga.memory import KeywordMemory
 

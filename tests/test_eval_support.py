@@ -15,9 +15,9 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from himga.data.schema import Category, Message, QAPair, Sample, Session
-from himga.eval._result import EvalResult
 from himga.llm._protocol import ChatMessage, Completion
 from himga.memory._protocol import Hit
+from himga.scoring._result import EvalResult
 
 
 def last_user_text(messages: Sequence[ChatMessage]) -> str:

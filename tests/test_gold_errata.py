@@ -14,8 +14,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from himga.data import _errata
-from himga.data._errata import ErrataError, PublishedErrata, fetch_errata, read_errata
+from himga.benchmarks import _errata
+from himga.benchmarks._errata import ErrataError, PublishedErrata, fetch_errata, read_errata
 from himga.runs import RunDir
 from himga.runs._gold_errors import gold_error_accuracy, gold_error_panel
 from tests.cli_support import run_cli

@@ -15,7 +15,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from numpy.typing import NDArray
 
-from himga.data import load_dataset
+from himga.benchmarks import load_dataset
 from himga.data.schema import Message, Session
 from himga.llm import FakeLLMServer, SDKClient, get_client
 from himga.memory import MagmaMemory, MagmaPaperMemory, SearchableMemory, load_memory

@@ -10,8 +10,8 @@ import pytest
 from bench.make_subsets import DOCS, SUBSETS, Subset, allocate, draw, read_ids, render
 
 from himga._cli import main
-from himga.benchmarks import get_benchmark
-from himga.data import QuestionSubset, load_dataset
+from himga.benchmarks import get_benchmark, load_dataset
+from himga.data import QuestionSubset
 from tests.data_fixtures import read_run
 
 pytestmark = pytest.mark.filterwarnings("ignore::himga.data.EvidenceWarning")

@@ -46,9 +46,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def _memory_timeout(text: str) -> float | None:
-    from himga._cli._options import memory_timeout
+    from himga.eval._memory_calls import memory_timeout_argument
 
-    return memory_timeout(text)
+    return memory_timeout_argument(text)
 
 
 # The default of --himga-memory-timeout: the kit's, read only once a memory is checked

@@ -11,9 +11,9 @@ import traceback
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any, TextIO
 
-from himga._cli._options import memory_timeout
 from himga._exit_guard import exit_called
 from himga._extras import MissingExtraError, require
+from himga.eval._memory_calls import memory_timeout_argument
 from himga.memory import MemoryLoadError, PluginImportError, resolve_memory
 from himga.memory._registry import parse_memory_arguments
 from himga.testing import CONTRACTS, DEFAULT_MAX_EXAMPLES, KIT_MEMORY_TIMEOUT
@@ -73,7 +73,7 @@ def register(commands: Any) -> None:
     )
     parser.add_argument(
         "--memory-timeout",
-        type=memory_timeout,
+        type=memory_timeout_argument,
         default=KIT_MEMORY_TIMEOUT,
         metavar="S|none",
         help="fail the contract under check when a memory call has not returned after S "

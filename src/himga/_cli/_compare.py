@@ -11,7 +11,7 @@ from typing import Any
 
 from himga._cli._options import path
 from himga._extras import MissingExtraError
-from himga.data._errata import ErrataError, read_errata
+from himga.benchmarks._errata import ErrataError, read_errata
 from himga.eval._paired import DEFAULT_RESAMPLES, MAX_RESAMPLES
 from himga.runs import (
     DEFAULT_METRICS,

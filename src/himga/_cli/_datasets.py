@@ -8,14 +8,8 @@ import warnings
 from typing import Any
 
 from himga._cli._options import path
-from himga.benchmarks import BenchmarkLoadError, benchmarks
-from himga.data import (
-    DatasetError,
-    DatasetNotFoundError,
-    dataset_stats,
-    iter_dataset,
-    resolve_dataset,
-)
+from himga.benchmarks import BenchmarkLoadError, benchmarks, iter_dataset, resolve_dataset
+from himga.data import DatasetError, DatasetNotFoundError, dataset_stats
 from himga.data._stats import CHARS_PER_TOKEN
 
 __all__ = ["register", "run"]

@@ -6,7 +6,7 @@ import argparse
 import sys
 from typing import Any
 
-from himga.data._errata import PUBLISHED_ERRATA
+from himga.benchmarks._errata import PUBLISHED_ERRATA
 
 __all__ = ["register", "run"]
 
@@ -35,8 +35,8 @@ def register(commands: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Fetch; 0 with the path printed, 2 when the download fails or does not verify."""
+    from himga.benchmarks._errata import fetch_errata
     from himga.data import ChecksumMismatchError, DownloadError
-    from himga.data._errata import fetch_errata
 
     try:
         fetched = fetch_errata(args.name, show_progress=not args.no_progress)

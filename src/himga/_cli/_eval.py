@@ -15,12 +15,12 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from himga._cli._check import INTERRUPTED
-from himga._cli._options import memory_timeout, path
+from himga._cli._options import path
 from himga._cli._warnings import one_line_warnings
 from himga._exit_guard import exit_called
 from himga._redact import REDACTED, redact, redact_arguments
 from himga.eval import ARMS, compute_measurements, format_table
-from himga.eval._memory_calls import DEFAULT_MEMORY_TIMEOUT
+from himga.eval._memory_calls import DEFAULT_MEMORY_TIMEOUT, memory_timeout_argument
 from himga.testing import KIT_MEMORY_TIMEOUT
 
 __all__ = ["EXIT_INCOMPLETE", "register", "run"]
@@ -68,7 +68,7 @@ def register(commands: Any) -> None:
     )
     parser.add_argument(
         "--memory-timeout",
-        type=memory_timeout,
+        type=memory_timeout_argument,
         default=DEFAULT_MEMORY_TIMEOUT,
         metavar="S|none",
         help="fail a memory call that has not returned after S seconds (per call; default: "

@@ -76,7 +76,7 @@ def register(commands: Any) -> None:
 def _self_test(args: argparse.Namespace, llm: LLMClient) -> dict[str, Any] | None:
     """The judge's self-test on the run's dataset, printed, as the manifest keeps it;
     ``None`` without ``--self-test`` or a manifest (then the judging says why)."""
-    from himga.data import load_dataset
+    from himga.benchmarks import load_dataset
     from himga.eval._judge_test import run_judge_test
     from himga.runs import RunDir
 

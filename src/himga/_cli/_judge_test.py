@@ -175,8 +175,8 @@ def format_result(result: JudgeTestResult) -> str:
 def run(args: argparse.Namespace) -> int:
     """Judge the sets and print them; see the command's description for the exit status."""
     from himga._extras import MissingExtraError
-    from himga.benchmarks import BenchmarkLoadError
-    from himga.data import DatasetError, DatasetNotFoundError, UnknownDatasetError, load_dataset
+    from himga.benchmarks import BenchmarkLoadError, load_dataset
+    from himga.data import DatasetError, DatasetNotFoundError, UnknownDatasetError
     from himga.eval._judge_test import run_judge_test
     from himga.llm import LLMConfigError, get_client
     from himga.runs import write_text_atomic

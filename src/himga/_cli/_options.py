@@ -1,4 +1,5 @@
-"""Option types more than one command (and the pytest plugin) parse alike."""
+"""Option types more than one command parses alike (``--memory-timeout``'s is
+:func:`himga.eval._memory_calls.memory_timeout_argument`, shared with the pytest plugin)."""
 
 from __future__ import annotations
 
@@ -6,20 +7,10 @@ import argparse
 import os
 from pathlib import Path
 
-from himga.eval._memory_calls import parse_memory_timeout
-
-__all__ = ["memory_timeout", "path"]
+__all__ = ["path"]
 
 # The longest file name (one path component) Linux, macOS and Windows file systems hold.
 _NAME_MAX = 255
-
-
-def memory_timeout(text: str) -> float | None:
-    """``--memory-timeout S|none`` for argparse: its one-line message on a bad value."""
-    try:
-        return parse_memory_timeout(text)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from exc
 
 
 def path(text: str) -> Path:

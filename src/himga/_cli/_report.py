@@ -10,7 +10,7 @@ from typing import Any
 
 from himga._cli._options import path
 from himga._extras import MissingExtraError
-from himga.data._errata import ErrataError, read_errata
+from himga.benchmarks._errata import ErrataError, read_errata
 from himga.eval import compute_measurements, format_table
 from himga.runs import (
     METRIC_TITLES,

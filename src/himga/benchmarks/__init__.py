@@ -1,4 +1,6 @@
-"""Benchmarks: the :class:`Benchmark` protocol and the registry of the known ones.
+"""Benchmarks: the :class:`Benchmark` protocol, the registry of the known ones, and
+resolving and loading their datasets (:func:`load_dataset`, :func:`iter_dataset`,
+:func:`resolve_dataset`).
 
 A benchmark owns everything benchmark-specific -- where its files come from, its
 loader, its categories and report order, its judge, its own metrics -- in one
@@ -7,6 +9,7 @@ and one registration under the entry-point group ``himga.benchmarks``. See
 ``docs/benchmarks.md``.
 """
 
+from himga.benchmarks._load import iter_dataset, load_dataset
 from himga.benchmarks._protocol import Benchmark, JSONValue, Judge, JudgeRequest, UnjudgeableError
 from himga.benchmarks._registry import (
     ENTRY_POINT_GROUP,
@@ -18,6 +21,7 @@ from himga.benchmarks._registry import (
     get_benchmark,
     register_benchmark,
 )
+from himga.benchmarks._resolve import resolve_dataset
 
 __all__ = [
     "ENTRY_POINT_GROUP",
@@ -32,5 +36,8 @@ __all__ = [
     "benchmarks",
     "find_benchmark",
     "get_benchmark",
+    "iter_dataset",
+    "load_dataset",
     "register_benchmark",
+    "resolve_dataset",
 ]

@@ -31,8 +31,8 @@ from himga._json import JSONValue
 
 if TYPE_CHECKING:
     from himga.data.schema import Sample
-    from himga.eval._metric import Metric, RunMetric
-    from himga.eval._result import EvalResult
+    from himga.scoring._metric import Metric, RunMetric
+    from himga.scoring._result import EvalResult
 
 __all__ = ["Benchmark", "JSONValue", "Judge", "JudgeRequest", "UnjudgeableError"]
 

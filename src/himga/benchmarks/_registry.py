@@ -28,9 +28,8 @@ A judge's failures are its questions' (:func:`himga.eval.batch_judge`); metrics 
 checked by the metric registry (:mod:`himga.eval`).
 
 Entry points are found again when ``sys.path`` changes; as for memories,
-``HIMGA_NO_PLUGINS=1`` keeps only himga's own. Like :mod:`._protocol`, this module
-imports nothing of himga at module level but the error root and the protocol, so
-:mod:`himga.data` can dispatch through it.
+``HIMGA_NO_PLUGINS=1`` keeps only himga's own. Datasets are resolved and loaded through
+it by :mod:`._resolve` and :mod:`._load` (:func:`~himga.benchmarks.load_dataset`).
 """
 
 from __future__ import annotations
@@ -48,10 +47,11 @@ from typing import TYPE_CHECKING, TypeVar
 
 from himga._errors import HimgaError, HimgaWarning
 from himga.benchmarks._protocol import Benchmark, Judge
+from himga.data._errors import UnknownDatasetError
+from himga.data.schema import Sample
 
 if TYPE_CHECKING:
-    from himga.data.schema import Sample
-    from himga.eval._metric import Metric, RunMetric
+    from himga.scoring._metric import Metric, RunMetric
 
 __all__ = [
     "ENTRY_POINT_GROUP",
@@ -73,10 +73,6 @@ PLUGIN_LOAD_TIMEOUT = 30.0
 
 _T = TypeVar("_T")
 _END = object()
-
-
-class UnknownDatasetError(HimgaError, ValueError):
-    """The dataset name is not one himga knows."""
 
 
 class BenchmarkLoadError(HimgaError, ValueError):
@@ -147,8 +143,6 @@ class _Plugin:
         return text
 
     def load(self, path: Path, wanted: frozenset[str] | None) -> Iterator[Sample]:
-        from himga.data import schema  # here: himga.data imports this module
-
         made: object = self._call("load", lambda: self.inner.load(path, wanted))
         if isinstance(made, (str, bytes)) or not isinstance(made, Iterable):
             raise self._wrong("load", made, "an iterator of Samples")
@@ -162,7 +156,7 @@ class _Plugin:
                     raise BenchmarkLoadError(f"{self.origin}: load yielded no sample from {path}")
                 return
             count += 1
-            if not isinstance(sample, schema.Sample):
+            if not isinstance(sample, Sample):
                 raise BenchmarkLoadError(
                     f"{self.origin}: load yielded {one_line(repr(sample))[:80]}, not a Sample"
                 )

@@ -6,7 +6,6 @@ from os import PathLike
 from typing import Any
 
 from himga._errors import HimgaError, HimgaWarning
-from himga.benchmarks._registry import UnknownDatasetError
 
 __all__ = [
     "ChecksumMismatchError",
@@ -60,6 +59,10 @@ def _rebuild(
     cls: type[DatasetError], file: str, problem: str, sample: str | None, field: str | None
 ) -> DatasetError:
     return cls(file, problem, sample=sample, field=field)
+
+
+class UnknownDatasetError(HimgaError, ValueError):
+    """The dataset name is not one himga knows."""
 
 
 class ChecksumMismatchError(DatasetError):

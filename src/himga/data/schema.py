@@ -20,7 +20,7 @@ from enum import Enum
 from types import MappingProxyType
 from typing import Any
 
-from himga.benchmarks._compat import Category
+from himga.data._category import Category
 from himga.data._dates import parse_session_date
 
 __all__ = ["Category", "Message", "QAPair", "Sample", "Session", "plain_category"]

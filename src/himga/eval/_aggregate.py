@@ -9,10 +9,10 @@ from typing import Any
 
 from himga.benchmarks._registry import find_benchmark
 from himga.eval._intervals import binary_interval
-from himga.eval._metric import Metric, MetricNeed, RunMetric
 from himga.eval._metric_registry import NEEDS, context_containment, metrics_of, run_metrics_of
-from himga.eval._result import EvalResult
 from himga.eval.judge import JudgeScores
+from himga.scoring._metric import Metric, MetricNeed, RunMetric
+from himga.scoring._result import EvalResult
 
 __all__ = [
     "JUDGE_INTERVAL",

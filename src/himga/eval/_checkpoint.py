@@ -19,7 +19,7 @@ from typing import IO, Any
 from himga._errors import HimgaError
 from himga._json import dumps
 from himga.eval._identity import _diff
-from himga.eval._result import EvalResult
+from himga.scoring._result import EvalResult
 
 __all__ = ["Checkpoint", "CheckpointError", "CheckpointMismatchError", "read_checkpoint"]
 

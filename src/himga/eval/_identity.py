@@ -12,15 +12,13 @@ from himga._redact import redact_arguments, redact_repr
 from himga.agent._agent import prompt_hashes
 from himga.llm._protocol import HasTemperature, HasWeights
 from himga.memory._registry import memory_provenance
+from himga.scoring._result import SEARCH_K
 
 if TYPE_CHECKING:
     from himga.agent._agent import BaseAgent
     from himga.llm._protocol import LLMClient
 
 __all__ = ["SEARCH_K", "RunIdentity", "llm_identity", "memory_config", "run_identity"]
-
-#: The default search depth: hits asked of a searchable memory per question.
-SEARCH_K = 50
 
 
 def _frozen(value: Any) -> Any:

@@ -52,10 +52,10 @@ from himga.benchmarks.longmemeval._categories import SINGLE_SESSION_PREFERENCE
 from himga.data.schema import QAPair, Sample
 from himga.eval._identity import llm_identity
 from himga.eval._intervals import Proportion, wilson_interval
-from himga.eval._result import EvalResult
 from himga.eval.judge import batch_judge, prompt_hashes
 from himga.llm._protocol import LLMClient
 from himga.memory._text import ENGLISH_MONTHS, ENGLISH_STOPWORDS
+from himga.scoring._result import EvalResult
 
 __all__ = [
     "ACCEPTED_AT",

@@ -12,7 +12,7 @@ from himga.data.schema import QAPair, Sample
 from himga.eval._checkpoint import Checkpoint, CheckpointMismatchError
 from himga.eval._identity import RunIdentity
 from himga.eval._progress import ProgressBar, ProgressModel
-from himga.eval._result import EvalResult, MemoryCallError
+from himga.scoring._result import EvalResult, MemoryCallError
 
 __all__ = ["DuplicateQuestionError", "Ledger", "failed_result", "new_result", "turn_count"]
 

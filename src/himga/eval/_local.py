@@ -18,9 +18,9 @@ from himga.eval._memory_calls import CallThread, GuardedMemory, MemoryCallFailed
 from himga.eval._options import EvalOptions, PhaseMeter
 from himga.eval._oracle import Arm, oracle_context
 from himga.eval._progress import ProgressBar
-from himga.eval._result import EvalResult, MemoryCallError
 from himga.llm._protocol import ChatMessage
 from himga.memory._protocol import SearchableMemory
+from himga.scoring._result import EvalResult, MemoryCallError
 
 __all__ = ["evaluate_here"]
 

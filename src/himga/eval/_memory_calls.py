@@ -22,6 +22,7 @@ the run always ends. The daemon thread never keeps the process alive.
 
 from __future__ import annotations
 
+import argparse
 import concurrent.futures
 import contextlib
 import inspect
@@ -46,6 +47,7 @@ __all__ = [
     "MemoryCallFailed",
     "MemoryCallTimeout",
     "frame_location",
+    "memory_timeout_argument",
     "parse_memory_timeout",
 ]
 
@@ -80,6 +82,15 @@ def parse_memory_timeout(text: str) -> float | None:
     if not math.isfinite(value) or not MIN_MEMORY_TIMEOUT <= value <= threading.TIMEOUT_MAX:
         raise ValueError(f"{text!r} is out of range: {accepted}")
     return value
+
+
+def memory_timeout_argument(text: str) -> float | None:
+    """``--memory-timeout S|none`` as an argparse ``type`` (the CLI's and the pytest
+    plugin's): :func:`parse_memory_timeout`, its one-line message on a bad value."""
+    try:
+        return parse_memory_timeout(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from exc
 
 
 class MemoryCallTimeout(HimgaError):

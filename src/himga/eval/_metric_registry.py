@@ -15,15 +15,15 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from himga._errors import HimgaError
 from himga.benchmarks._protocol import Benchmark
 from himga.benchmarks._registry import BenchmarkLoadError, benchmarks, find_benchmark, warn_skipped
-from himga.eval._metric import Metric, MetricNeed, RunMetric, percentile
 from himga.eval._ranking import (
     RANK_KS,
     all_evidence_recall_at_k,
     evidence_recall_at_k,
     ndcg_at_k,
 )
-from himga.eval._result import EvalResult
-from himga.eval.metrics import bleu1, exact_match, token_f1
+from himga.scoring._metric import Metric, MetricNeed, RunMetric, percentile
+from himga.scoring._result import EvalResult
+from himga.scoring.metrics import bleu1, exact_match, token_f1
 
 __all__ = [
     "NEEDS",

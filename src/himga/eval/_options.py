@@ -13,9 +13,9 @@ from typing import Any, Protocol, TypedDict
 from himga.data.schema import Sample
 from himga.eval._identity import SEARCH_K, RunIdentity
 from himga.eval._oracle import ARMS, Arm
-from himga.eval._result import EvalResult
 from himga.eval._spec import AgentSpec
 from himga.memory._protocol import BaseMemory
+from himga.scoring._result import EvalResult
 
 __all__ = ["EvalOptions", "EvalSettings", "Executor", "PhaseMeter"]
 

@@ -19,9 +19,9 @@ from himga.eval._identity import RunIdentity
 from himga.eval._ledger import Ledger, turn_count
 from himga.eval._local import evaluate_here
 from himga.eval._options import EvalOptions, PhaseMeter
-from himga.eval._result import EvalResult
 from himga.eval._spec import AgentSpec
 from himga.metering import ProxyCall, RunMeter
+from himga.scoring._result import EvalResult
 
 __all__ = ["RayClusterError", "RayExecutor", "RunStopped", "WorkerStartError"]
 

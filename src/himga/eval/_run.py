@@ -15,8 +15,8 @@ from himga.eval._identity import SEARCH_K
 from himga.eval._ledger import DuplicateQuestionError
 from himga.eval._local import evaluate_here
 from himga.eval._options import EvalOptions, EvalSettings
-from himga.eval._result import EvalResult
 from himga.eval._spec import AgentSpec
+from himga.scoring._result import EvalResult
 
 __all__ = ["SEARCH_K", "DuplicateQuestionError", "arun_eval", "run_eval"]
 

@@ -31,9 +31,9 @@ from himga.benchmarks._judge_prompts import (
 )
 from himga.benchmarks._protocol import JSONValue, Judge, JudgeRequest, UnjudgeableError
 from himga.benchmarks._registry import benchmarks, find_benchmark
-from himga.eval._result import EvalResult
 from himga.llm._fake_server import offline_responder
 from himga.llm._protocol import CachingLLMClient, ChatMessage, HasTemperature, LLMClient
+from himga.scoring._result import EvalResult
 
 __all__ = [
     "JudgeScores",

@@ -251,8 +251,8 @@ def evaluate_run(request: EvalRequest, *, notify: Callable[[str], None] = _silen
 def _evaluate(
     request: EvalRequest, notify: Callable[[str], None], meter: RunMeter, log: CallLog
 ) -> RunOutcome:
-    from himga.benchmarks import get_benchmark
-    from himga.data import QuestionSubset, load_dataset, resolve_dataset
+    from himga.benchmarks import get_benchmark, load_dataset, resolve_dataset
+    from himga.data import QuestionSubset
     from himga.eval.judge import prompt_hashes as judge_prompt_hashes
 
     started_at = _now()

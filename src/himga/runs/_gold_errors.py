@@ -17,8 +17,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from himga.benchmarks._errata import Errata, ErrataError
 from himga.benchmarks._registry import find_benchmark
-from himga.data._errata import Errata, ErrataError
 from himga.eval._intervals import Proportion, wilson_interval
 from himga.runs._load import PartialRun
 from himga.runs._rundir import Run

@@ -14,13 +14,13 @@ from typing import Any
 from himga._errors import HimgaError
 from himga.benchmarks._judge_prompts import OFFICIAL, get_judge_prompt
 from himga.benchmarks._registry import find_benchmark
-from himga.eval._result import EvalResult
 from himga.eval.judge import JudgeScores, batch_judge, judge_id
 from himga.llm import HasUsage, LLMClient
 from himga.llm._client import public_url
 from himga.runs._manifest import Manifest
 from himga.runs._rundir import RunDir
 from himga.runs._verdicts import VERDICTS, VerdictRecord, predictions_sha256, read_verdicts
+from himga.scoring._result import EvalResult
 
 __all__ = [
     "JudgeRunError",

@@ -18,7 +18,6 @@ from typing import Any, Literal
 
 from himga.eval import compute_metrics
 from himga.eval._checkpoint import CheckpointError, read_checkpoint
-from himga.eval._result import EvalResult
 from himga.eval.judge import recorded_scores
 from himga.runs._files import leading_entries
 from himga.runs._journal import JUDGE_JOURNAL, read_journal
@@ -26,6 +25,7 @@ from himga.runs._manifest import Manifest
 from himga.runs._rundir import JUDGE_CACHE, MARKER, PLAN, Run, RunDir, RunReadError
 from himga.runs._verdicts import VERDICTS
 from himga.runs._verdicts import read_verdicts as read_record
+from himga.scoring._result import EvalResult
 
 __all__ = [
     "PartialRun",

@@ -24,12 +24,12 @@ from typing import IO, Any
 
 from himga._errors import HimgaError
 from himga.eval._aggregate import compute_metrics
-from himga.eval._result import EvalResult
 from himga.eval.judge import JudgeScores
 from himga.runs._files import write_json, write_jsonl
 from himga.runs._journal import JUDGE_CACHE, JUDGE_JOURNAL
 from himga.runs._manifest import Manifest, ManifestError
 from himga.runs._verdicts import VERDICTS, predictions_sha256, read_verdicts
+from himga.scoring._result import EvalResult
 
 __all__ = [
     "JUDGE_CACHE",

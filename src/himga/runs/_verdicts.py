@@ -27,9 +27,9 @@ from typing import Any
 
 from himga._json import JSONValue, dumps
 from himga._redact import redact
-from himga.eval._result import EvalResult
 from himga.eval.judge import JudgeScores, judge_id
 from himga.runs._records import JsonlAppender, read_jsonl
+from himga.scoring._result import EvalResult
 
 __all__ = [
     "VERDICTS",

@@ -33,7 +33,7 @@ from himga.benchmarks._protocol import JSONValue, JudgeRequest, UnjudgeableError
 from himga.benchmarks.beam._load import EVENT_ORDERING
 from himga.benchmarks.beam._prompts import EQUIVALENCE_PROMPT, RUBRIC_PROMPT
 from himga.benchmarks.beam._scoring import align, event_ordering_tau, rubric_score
-from himga.eval._result import EvalResult
+from himga.scoring._result import EvalResult
 
 __all__ = ["BeamJudge", "parse_equivalence", "parse_rubric_verdict"]
 

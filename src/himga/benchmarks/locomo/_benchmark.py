@@ -14,7 +14,7 @@ from himga.data._registry import DatasetSpec
 
 if TYPE_CHECKING:
     from himga.data.schema import Sample
-    from himga.eval._metric import Metric, RunMetric
+    from himga.scoring._metric import Metric, RunMetric
 
 __all__ = ["LOCOMO", "SPEC", "LoCoMo"]
 

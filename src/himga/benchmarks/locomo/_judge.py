@@ -26,7 +26,7 @@ from himga.benchmarks.longmemeval._judge import (
 )
 
 if TYPE_CHECKING:
-    from himga.eval._result import EvalResult
+    from himga.scoring._result import EvalResult
 
 __all__ = ["PROMPTS", "LocomoJudge", "parse_label"]
 

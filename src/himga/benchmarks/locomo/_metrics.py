@@ -2,7 +2,7 @@
 
 The per-category dispatch of ``eval_question_answering`` in the official scorer,
 ``task_eval/evaluation.py`` of snap-research/locomo, on top of its ``f1_score``
-(:func:`himga.eval.metrics.token_f1`):
+(:func:`himga.scoring.metrics.token_f1`):
 
 * category 1 (multi-hop) splits prediction and gold on commas and averages, over
   the gold parts, the best F1 of any prediction part;
@@ -17,11 +17,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from himga.benchmarks.locomo._categories import category_of_code, code_of
-from himga.eval._metric import Metric
-from himga.eval.metrics import token_f1
+from himga.scoring._metric import Metric
+from himga.scoring.metrics import token_f1
 
 if TYPE_CHECKING:
-    from himga.eval._result import EvalResult
+    from himga.scoring._result import EvalResult
 
 __all__ = ["F1", "locomo_f1"]
 

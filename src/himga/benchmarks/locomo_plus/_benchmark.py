@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from himga.benchmarks._protocol import Judge
+from himga.benchmarks._resolve import resolve_dataset
 from himga.benchmarks.locomo import (
     ADVERSARIAL,
     CATEGORIES,
@@ -46,11 +47,10 @@ from himga.benchmarks.locomo_plus._metrics import METRICS
 from himga.benchmarks.locomo_plus._stitch import stitch
 from himga.data._download import download_file
 from himga.data._errors import DatasetError, DatasetNotFoundError, EvidenceWarning
-from himga.data._resolve import resolve_dataset
 from himga.data.schema import Sample
 
 if TYPE_CHECKING:
-    from himga.eval._metric import Metric, RunMetric
+    from himga.scoring._metric import Metric, RunMetric
 
 __all__ = ["FILE", "LocomoPlus", "benchmarks"]
 

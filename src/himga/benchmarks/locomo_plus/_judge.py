@@ -26,7 +26,7 @@ from types import MappingProxyType
 
 from himga.benchmarks._offline import abstains, covered, format_fields
 from himga.benchmarks._protocol import JSONValue, JudgeRequest, UnjudgeableError
-from himga.eval._result import EvalResult
+from himga.scoring._result import EvalResult
 
 # Upstream's PROMPT_TEMPLATES, assembled here from their shared parts (the filled text is
 # verbatim, long lines included); its "default" is left out: every category has its own

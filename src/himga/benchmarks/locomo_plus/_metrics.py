@@ -15,11 +15,11 @@ from typing import TYPE_CHECKING
 
 from himga.benchmarks.locomo import F1
 from himga.benchmarks.locomo_plus._stitch import COGNITIVE
-from himga.eval._metric import Metric
-from himga.eval.metrics import bleu1, exact_match
+from himga.scoring._metric import Metric
+from himga.scoring.metrics import bleu1, exact_match
 
 if TYPE_CHECKING:
-    from himga.eval._result import EvalResult
+    from himga.scoring._result import EvalResult
 
 __all__ = ["METRICS"]
 

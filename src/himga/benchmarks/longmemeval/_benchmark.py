@@ -12,11 +12,11 @@ from himga.benchmarks.longmemeval._judge import LongMemEvalJudge
 from himga.benchmarks.longmemeval._loader import iter_longmemeval
 from himga.benchmarks.longmemeval._retrieval import longmemeval_retrieval_metrics
 from himga.data._registry import DatasetSpec
-from himga.eval._metric import RunMetric
+from himga.scoring._metric import RunMetric
 
 if TYPE_CHECKING:
     from himga.data.schema import Sample
-    from himga.eval._metric import Metric
+    from himga.scoring._metric import Metric
 
 __all__ = ["RETRIEVAL", "SPLITS", "LongMemEval", "splits"]
 

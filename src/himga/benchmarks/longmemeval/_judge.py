@@ -22,7 +22,7 @@ from himga.benchmarks.longmemeval._categories import (
 )
 
 if TYPE_CHECKING:
-    from himga.eval._result import EvalResult
+    from himga.scoring._result import EvalResult
 
 __all__ = [
     "ABSTENTION_PROMPT",

@@ -34,10 +34,11 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from himga.benchmarks.longmemeval._categories import CATEGORIES
+from himga.scoring._result import SEARCH_K
 
 if TYPE_CHECKING:
     from himga.data.schema import Sample
-    from himga.eval._result import EvalResult
+    from himga.scoring._result import EvalResult
 
 __all__ = [
     "LONGMEMEVAL_KS",
@@ -230,13 +231,12 @@ def longmemeval_retrieval_metrics(
     "by_category"}``: ``turn`` and ``session`` map ``"<metric>@<k>"`` to the mean
     over the questions where it is defined; ``undefined`` counts the others per
     level and metric (omitted when none). ``depth`` is the number of hits the run
-    asked ``search`` for (default: :class:`~himga.eval.EvalOptions`' ``search_k``);
+    asked ``search`` for (default: :data:`~himga.scoring.SEARCH_K`, the default
+    ``search_k`` of :class:`~himga.eval.EvalOptions`);
     ``session_sizes`` (from :func:`session_sizes`) makes every nDCG computable.
     """
     if depth is None:
-        from himga.eval import EvalOptions
-
-        depth = EvalOptions().search_k
+        depth = SEARCH_K
     ranked = [
         r for r in results if r.dataset.startswith("longmemeval") and r.ranked_turn_ids is not None
     ]

@@ -27,7 +27,7 @@ from himga.benchmarks.longmemeval._judge import (
 )
 
 if TYPE_CHECKING:
-    from himga.eval._result import EvalResult
+    from himga.scoring._result import EvalResult
 
 __all__ = ["STRICT", "STRICT_PROMPT", "StrictLongMemEvalJudge"]
 

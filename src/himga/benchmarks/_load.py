@@ -1,4 +1,5 @@
-"""``load_dataset`` / ``iter_dataset``: resolve a dataset, then read its samples."""
+"""``load_dataset`` / ``iter_dataset``: resolve a registered benchmark's dataset, then read
+its samples."""
 
 from __future__ import annotations
 
@@ -10,8 +11,10 @@ from contextlib import closing
 from pathlib import Path
 
 from himga.benchmarks._registry import get_benchmark
+from himga.benchmarks._resolve import resolve_dataset
+from himga.data import schema
 from himga.data._errors import DatasetError, DatasetWarning
-from himga.data._resolve import Resolution, resolve_dataset
+from himga.data._resolve import Resolution
 from himga.data.schema import Sample
 
 __all__ = ["iter_dataset", "load_dataset"]
@@ -30,10 +33,10 @@ def iter_dataset(
     The dataset is resolved now (see :func:`resolve_dataset`); samples are read
     as the iterator is consumed -- LongMemEval files with bounded memory,
     whatever their size. ``ids`` keeps only those sample ids (all must exist,
-    else :class:`DatasetError` once the file is exhausted); ``limit`` stops after
+    else :class:`~himga.data.DatasetError` once the file is exhausted); ``limit`` stops after
     that many samples (the rest of the file is then not read, nor checked).
-    Malformed data raises :class:`DatasetError`. Known quirks of a file warn
-    once per kind when iteration ends (:class:`DatasetWarning`: a count, with
+    Malformed data raises :class:`~himga.data.DatasetError`. Known quirks of a file warn
+    once per kind when iteration ends (:class:`~himga.data.DatasetWarning`: a count, with
     one line per quirk in ``details``), attributed to the caller's line.
     """
     benchmark = get_benchmark(name)
@@ -87,13 +90,20 @@ def _select(
         raise DatasetError(resolution.path, f"no sample with id {missing}", field="sample_id")
 
 
-_DATA_PACKAGE = str(Path(__file__).resolve().parent)
+_DATA_PACKAGE = str(Path(schema.__file__).resolve().parent)
+_THIS_FILE = str(Path(__file__).resolve())
+
+
+def _inside(filename: str) -> bool:
+    """Whether a frame of ``filename`` is the loading's own: this module or himga.data."""
+    return filename == _THIS_FILE or filename.startswith(_DATA_PACKAGE)
 
 
 def _caller_stacklevel() -> int:
-    """The ``stacklevel`` that attributes a warning to the first frame outside himga.data."""
+    """The ``stacklevel`` that attributes a warning to the first frame outside the loading
+    (this module and himga.data)."""
     level, frame = 1, sys._getframe(1)
-    while frame.f_back is not None and frame.f_code.co_filename.startswith(_DATA_PACKAGE):
+    while frame.f_back is not None and _inside(frame.f_code.co_filename):
         level, frame = level + 1, frame.f_back
     return level
 

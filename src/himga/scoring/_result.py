@@ -8,7 +8,10 @@ from typing import Any
 
 from himga.data.schema import plain_category
 
-__all__ = ["EvalResult", "MemoryCallError"]
+__all__ = ["SEARCH_K", "EvalResult", "MemoryCallError"]
+
+#: The default search depth: hits asked of a searchable memory per question.
+SEARCH_K = 50
 
 
 @dataclass(frozen=True, slots=True)

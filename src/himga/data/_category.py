@@ -5,7 +5,7 @@ benchmark (``himga.data.Category`` re-exports it). Its members equal those strin
 (``Category.ADVERSARIAL == "adversarial"``), but they are not the objects the
 loaders produce: compare with ``==``, not ``is``. Its values are spelled out here
 rather than imported from :mod:`himga.benchmarks.locomo` and
-:mod:`himga.benchmarks.longmemeval`, which import :mod:`himga.data`, which imports this.
+:mod:`himga.benchmarks.longmemeval`, which sit above :mod:`himga.data`.
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Literal, get_args
 
 if TYPE_CHECKING:
     from himga._json import JSONValue
-    from himga.eval._result import EvalResult
+    from himga.scoring._result import EvalResult
 
 __all__ = ["Metric", "MetricNeed", "RunMetric", "mean", "percentile"]
 
