@@ -285,7 +285,7 @@ def test_the_names_that_moved_to_metering_keep_a_deprecated_alias() -> None:
     import himga.metering
 
     for name in ("PHASES", "CostSummary", "PhaseCost", "ProxyCall", "RecordingProxy"):
-        with pytest.warns(DeprecationWarning, match=f"himga.metering.{name}"):
+        with pytest.warns(DeprecationWarning, match=f"from himga.metering import {name}"):
             moved = getattr(himga.integrations, name)
         assert moved is getattr(himga.metering, name)
     with pytest.raises(AttributeError, match="no attribute 'Nope'"):

@@ -1,12 +1,14 @@
-"""Names a package exports but imports only on first use (PEP 562)."""
+"""Names a package exports but imports only on first use (PEP 562), and the deprecated
+aliases of names that moved to another module."""
 
 from __future__ import annotations
 
 import importlib
+import warnings
 from collections.abc import Callable, Mapping
 from typing import Any
 
-__all__ = ["lazy_names"]
+__all__ = ["lazy_names", "moved_names"]
 
 
 def lazy_names(
@@ -37,3 +39,28 @@ def lazy_names(
         return sorted({*namespace, *namespace.get("__all__", ())})
 
     return getattr_, dir_
+
+
+def moved_names(
+    module: str, moved: Mapping[str, str], namespace: dict[str, Any]
+) -> Callable[[str], Any]:
+    """``module``'s ``__getattr__`` for the names in ``moved`` (name -> the module it
+    moved to), each an alias kept for one release: its first lookup warns
+    (:class:`DeprecationWarning`, naming the new import) and imports it from there by
+    name, so ``module`` does not import its new home, which may sit above it; the value
+    is kept in ``namespace`` (``module``'s ``globals()``), so it warns once."""
+
+    def getattr_(name: str) -> Any:
+        home = moved.get(name)
+        if home is None:
+            raise AttributeError(f"module {module!r} has no attribute {name!r}")
+        warnings.warn(
+            f"{module}.{name} moved to {home}: from {home} import {name}",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        value = getattr(importlib.import_module(home), name)
+        namespace[name] = value
+        return value
+
+    return getattr_

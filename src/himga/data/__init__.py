@@ -10,9 +10,7 @@ and warn once (:class:`DeprecationWarning`) that they moved.
 
 from __future__ import annotations
 
-import warnings
-from typing import TYPE_CHECKING, Any
-
+from himga._lazy import moved_names
 from himga.data._distractors import with_distractors
 from himga.data._errors import (
     ChecksumMismatchError,
@@ -33,11 +31,6 @@ from himga.data._resolve import Resolution, cache_dir
 from himga.data._stats import DatasetStats, dataset_stats
 from himga.data._subset import QuestionFileError, QuestionSubset
 from himga.data.schema import Category, Message, QAPair, Sample, Session
-
-if TYPE_CHECKING:  # for type checkers only: at run time, __getattr__ below
-    from himga.benchmarks import iter_dataset as iter_dataset
-    from himga.benchmarks import load_dataset as load_dataset
-    from himga.benchmarks import resolve_dataset as resolve_dataset
 
 __all__ = [
     "Category",
@@ -68,19 +61,8 @@ __all__ = [
 ]
 
 #: Names that moved to :mod:`himga.benchmarks`, kept here for one release.
-_MOVED = frozenset({"iter_dataset", "load_dataset", "resolve_dataset"})
-
-
-def __getattr__(name: str) -> Any:
-    if name not in _MOVED:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    import himga.benchmarks
-
-    warnings.warn(
-        f"himga.data.{name} moved to himga.benchmarks: from himga.benchmarks import {name}",
-        DeprecationWarning,
-        stacklevel=2,
-    )
-    moved = getattr(himga.benchmarks, name)
-    globals()[name] = moved  # warned once: the next lookup finds it here
-    return moved
+__getattr__ = moved_names(
+    __name__,
+    dict.fromkeys(("iter_dataset", "load_dataset", "resolve_dataset"), "himga.benchmarks"),
+    globals(),
+)

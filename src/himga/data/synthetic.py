@@ -8,12 +8,10 @@ This module path, which earlier releases documented, still gives the same functi
 from __future__ import annotations
 
 import warnings
-from typing import TYPE_CHECKING, Any
 
-if TYPE_CHECKING:  # for type checkers only: at run time, __getattr__ below
-    from himga.benchmarks.longmemeval.synthetic import longmemeval_record, write_longmemeval
+from himga._lazy import lazy_names
 
-__all__ = ["longmemeval_record", "write_longmemeval"]
+__all__ = ["longmemeval_record", "write_longmemeval"]  # noqa: F822  (served by __getattr__)
 
 warnings.warn(
     "himga.data.synthetic moved to himga.benchmarks.longmemeval.synthetic: "
@@ -23,9 +21,7 @@ warnings.warn(
 )
 
 
-def __getattr__(name: str) -> Any:
-    if name in __all__:
-        from himga.benchmarks.longmemeval import synthetic
-
-        return getattr(synthetic, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+# The module itself warned above; its names are then looked up where they live now.
+__getattr__, __dir__ = lazy_names(
+    "himga", dict.fromkeys(__all__, "benchmarks.longmemeval.synthetic"), globals()
+)

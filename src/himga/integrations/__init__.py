@@ -7,9 +7,7 @@ library when constructed and raises :class:`~himga._extras.MissingExtraError`
 naming the extra when it is missing. See ``docs/integrations/``.
 """
 
-import warnings
-from typing import Any
-
+from himga._lazy import moved_names
 from himga.integrations._errors import IntegrationConfigError, IntegrationError
 from himga.integrations._langmem import LangMemMemory
 from himga.integrations._mcp import MCP_PRESETS, MCPMemory
@@ -24,19 +22,11 @@ __all__ = [
     "Mem0Memory",
 ]
 
-#: Names that moved to :mod:`himga.metering` (0.2), served from there with a warning.
-_MOVED = frozenset({"PHASES", "CostSummary", "PhaseCost", "ProxyCall", "RecordingProxy"})
-
-
-def __getattr__(name: str) -> Any:
-    if name not in _MOVED:
-        raise AttributeError(f"module 'himga.integrations' has no attribute {name!r}")
-    warnings.warn(
-        f"himga.integrations.{name} moved to himga.metering.{name}; the alias goes in the "
-        "next release",
-        DeprecationWarning,
-        stacklevel=2,
-    )
-    import himga.metering
-
-    return getattr(himga.metering, name)
+#: Names that moved to :mod:`himga.metering`, kept here for one release.
+__getattr__ = moved_names(
+    __name__,
+    dict.fromkeys(
+        ("PHASES", "CostSummary", "PhaseCost", "ProxyCall", "RecordingProxy"), "himga.metering"
+    ),
+    globals(),
+)
