@@ -13,7 +13,7 @@ from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
-from himga._cli._check import INTERRUPTED
+from himga._cli._exits import EXIT_INCOMPLETE, INTERRUPTED
 from himga._cli._options import add_judge_options, judge_base_url_error, memory_timeout, path
 from himga._cli._warnings import one_line_warnings
 from himga._exit_guard import exit_called
@@ -23,9 +23,6 @@ from himga.eval._memory_calls import DEFAULT_MEMORY_TIMEOUT
 from himga.testing import KIT_MEMORY_TIMEOUT
 
 __all__ = ["EXIT_INCOMPLETE", "register", "run"]
-
-#: Exit status of a run that finished with some questions failed (memory, LLM or judge errors).
-EXIT_INCOMPLETE = 3
 
 
 def register(commands: Any) -> None:

@@ -6,7 +6,7 @@ import argparse
 import sys
 from typing import Any
 
-from himga._cli._eval import EXIT_INCOMPLETE
+from himga._cli._exits import EXIT_INCOMPLETE
 from himga._cli._options import add_judge_options, path
 
 __all__ = ["register", "run"]

@@ -7,6 +7,7 @@ import json
 import sys
 from typing import Any
 
+from himga._cli._exits import EXIT_INCOMPLETE
 from himga._cli._options import add_judge_options, judge_base_url_error, path
 from himga._redact import redact
 from himga.eval._judge_test import (
@@ -21,8 +22,6 @@ __all__ = ["EXIT_FAILED", "EXIT_INCOMPLETE", "register", "run"]
 
 #: The judge accepted more wrong answers than ``--max-false-accept`` allows.
 EXIT_FAILED = 1
-#: The judge passed on what it judged, but some answers got no verdict.
-EXIT_INCOMPLETE = 3
 
 
 def register(commands: Any) -> None:
