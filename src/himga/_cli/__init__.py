@@ -28,6 +28,7 @@ from himga._cli import (
     _runs,
     _view,
 )
+from himga._cli._exits import INTERRUPTED
 from himga._cli._warnings import one_line_warnings
 from himga._exit_guard import exit_raises, hard_exit
 
@@ -86,7 +87,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             # The command had finished and said so; only the guards' undoing was cut short.
             return code
         print("himga: interrupted (Ctrl-C)", file=sys.stderr)
-        return _check.INTERRUPTED
+        return INTERRUPTED
     return code
 
 

@@ -11,6 +11,7 @@ import traceback
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any, TextIO
 
+from himga._cli._exits import BROKEN_PIPE, INTERRUPTED
 from himga._exit_guard import exit_called
 from himga._extras import MissingExtraError, require
 from himga.eval._memory_calls import memory_timeout_argument
@@ -22,12 +23,6 @@ if TYPE_CHECKING:
     from himga.testing._outcomes import ContractOutcome
 
 __all__ = ["BROKEN_PIPE", "INTERRUPTED", "register", "run"]
-
-# A closed stdout (`himga check X | head`) is neither a pass (0) nor a failing
-# contract (1): 141 is what a shell reports for a process killed by SIGPIPE.
-BROKEN_PIPE = 141
-# What a shell reports for a process stopped by SIGINT.
-INTERRUPTED = 130
 
 
 def register(commands: Any) -> None:

@@ -12,10 +12,9 @@ import warnings
 from dataclasses import fields
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
 
-from himga._cli._check import INTERRUPTED
-from himga._cli._options import path
+from himga._cli._exits import EXIT_INCOMPLETE, INTERRUPTED
+from himga._cli._options import add_judge_options, judge_base_url_error, path
 from himga._cli._warnings import one_line_warnings
 from himga._exit_guard import exit_called
 from himga._redact import REDACTED, redact, redact_arguments
@@ -24,9 +23,6 @@ from himga.eval._memory_calls import DEFAULT_MEMORY_TIMEOUT, memory_timeout_argu
 from himga.testing import KIT_MEMORY_TIMEOUT
 
 __all__ = ["EXIT_INCOMPLETE", "register", "run"]
-
-#: Exit status of a run that finished with some questions failed (memory, LLM or judge errors).
-EXIT_INCOMPLETE = 3
 
 
 def register(commands: Any) -> None:
@@ -152,26 +148,15 @@ def register(commands: Any) -> None:
         help="judge the answers (default: on when --llm is given; with the answerer's LLM "
         "unless --judge-llm / --judge-model / --judge-base-url say otherwise)",
     )
-    parser.add_argument(
-        "--judge-llm",
-        default=None,
-        metavar="PROVIDER",
-        help="judge with this provider, apart from the answerer (any provider --llm takes; "
+    add_judge_options(
+        parser,
+        required=False,
+        llm_help="judge with this provider, apart from the answerer (any provider --llm takes; "
         "default: the answerer's)",
-    )
-    parser.add_argument(
-        "--judge-model",
-        default=None,
-        metavar="M",
-        help="judge with this model (default: --model when the judge's provider is the "
+        model_help="judge with this model (default: --model when the judge's provider is the "
         "answerer's, else the provider's default)",
-    )
-    parser.add_argument(
-        "--judge-base-url",
-        default=None,
-        metavar="URL",
-        help="the judge's server, when it is another OpenAI- or Anthropic-compatible one "
-        "than the answerer's (default: the provider's environment variable)",
+        base_url_help="the judge's server, when it is another OpenAI- or Anthropic-compatible "
+        "one than the answerer's (default: the provider's environment variable)",
     )
     parser.add_argument(
         "--questions",
@@ -265,9 +250,9 @@ def _usage_error(args: argparse.Namespace) -> str | None:
         if getattr(args, judge_option) is not None and (args.llm is None or args.judge is False):
             flag = f"--{judge_option.replace('_', '-')}"
             return f"{flag} needs --llm" if args.llm is None else f"{flag} contradicts --no-judge"
-    url = args.judge_base_url
-    if url is not None and not (urlsplit(url).scheme in ("http", "https") and urlsplit(url).netloc):
-        return f"--judge-base-url must be an http:// or https:// URL, got {url!r}"
+    url_error = judge_base_url_error(args.judge_base_url)
+    if url_error is not None:
+        return url_error
     for local_only in ("llm_threads", "llm_context"):
         if args.llm != "local" and getattr(args, local_only) is not None:
             return f"--{local_only.replace('_', '-')} needs --llm local"

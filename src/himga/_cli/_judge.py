@@ -7,9 +7,9 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from himga._cli._eval import EXIT_INCOMPLETE
+from himga._cli._exits import EXIT_INCOMPLETE
 from himga._cli._judge_test import format_result
-from himga._cli._options import path
+from himga._cli._options import add_judge_options, path
 
 if TYPE_CHECKING:
     from himga.llm import LLMClient
@@ -34,27 +34,13 @@ def register(commands: Any) -> None:
         ),
     )
     parser.add_argument("run", type=path, metavar="RUN", help="a finished himga eval run")
-    parser.add_argument(
-        "--judge-llm", required=True, metavar="PROVIDER", help="anthropic, openai or local"
-    )
-    parser.add_argument(
-        "--judge-model",
-        default=None,
-        metavar="MODEL",
-        help="the judge's model (default: the provider's)",
-    )
-    parser.add_argument(
-        "--judge-base-url",
-        default=None,
-        metavar="URL",
-        help="the judge's OpenAI- or Anthropic-compatible server (default: the provider's "
-        "environment variable)",
-    )
-    parser.add_argument(
-        "--judge-prompt",
-        default="official",
-        metavar="NAME",
-        help="the judge prompt of the run's benchmark (default: official; see docs/judges.md)",
+    add_judge_options(
+        parser,
+        llm_help="anthropic, openai or local",
+        model_help="the judge's model (default: the provider's)",
+        model_metavar="MODEL",
+        prompt_help="the judge prompt of the run's benchmark (default: official; see "
+        "docs/judges.md)",
     )
     parser.add_argument(
         "--concurrency",

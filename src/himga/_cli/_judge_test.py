@@ -6,9 +6,9 @@ import argparse
 import json
 import sys
 from typing import Any
-from urllib.parse import urlsplit
 
-from himga._cli._options import path
+from himga._cli._exits import EXIT_INCOMPLETE
+from himga._cli._options import add_judge_options, judge_base_url_error, path
 from himga._redact import redact
 from himga.eval._judge_test import (
     ACCEPTED_AT,
@@ -22,8 +22,6 @@ __all__ = ["EXIT_FAILED", "EXIT_INCOMPLETE", "register", "run"]
 
 #: The judge accepted more wrong answers than ``--max-false-accept`` allows.
 EXIT_FAILED = 1
-#: The judge passed on what it judged, but some answers got no verdict.
-EXIT_INCOMPLETE = 3
 
 
 def register(commands: Any) -> None:
@@ -46,32 +44,13 @@ def register(commands: Any) -> None:
             "verdict (a failed call or an unparseable reply)."
         ),
     )
-    parser.add_argument(
-        "--judge-llm",
-        required=True,
+    add_judge_options(
+        parser,
         choices=("anthropic", "openai", "local"),
-        metavar="PROVIDER",
-        help="the judge's provider: anthropic, openai or local (key and base URL from the "
+        llm_help="the judge's provider: anthropic, openai or local (key and base URL from the "
         "SDK's environment variables, as himga eval)",
-    )
-    parser.add_argument(
-        "--judge-model",
-        default=None,
-        metavar="M",
-        help="the judge's model (default: the provider's; local: the GGUF file's path)",
-    )
-    parser.add_argument(
-        "--judge-base-url",
-        default=None,
-        metavar="URL",
-        help="the judge's OpenAI- or Anthropic-compatible server (default: the provider's "
-        "environment variable)",
-    )
-    parser.add_argument(
-        "--judge-prompt",
-        default="official",
-        metavar="NAME",
-        help="the dataset's judge prompt to test (default: official; see docs/judges.md)",
+        model_help="the judge's model (default: the provider's; local: the GGUF file's path)",
+        prompt_help="the dataset's judge prompt to test (default: official; see docs/judges.md)",
     )
     parser.add_argument("--dataset", default="locomo", help="dataset name (default: locomo)")
     parser.add_argument("--data-path", type=path, default=None, help="dataset file or directory")
@@ -124,9 +103,9 @@ def _usage_error(args: argparse.Namespace) -> str | None:
         value = getattr(args, option)
         if not 0.0 <= value <= 1.0:
             return f"--{option.replace('_', '-')} must be in [0, 1], got {value}"
-    url = args.judge_base_url
-    if url is not None and not (urlsplit(url).scheme in ("http", "https") and urlsplit(url).netloc):
-        return f"--judge-base-url must be an http:// or https:// URL, got {url!r}"
+    url_error = judge_base_url_error(args.judge_base_url)
+    if url_error is not None:
+        return url_error
     if args.json is not None and args.json.is_dir():
         return f"--json {args.json} is a directory: give a file name"
     return None

@@ -19,9 +19,6 @@ the entry point(s): :class:`JudgePromptError` when that name is asked, a
 from __future__ import annotations
 
 import functools
-import os
-import sys
-import threading
 from collections.abc import Iterable
 from dataclasses import dataclass
 from importlib.metadata import EntryPoint, entry_points
@@ -29,9 +26,12 @@ from importlib.metadata import EntryPoint, entry_points
 from himga._errors import HimgaError
 from himga.benchmarks._protocol import Judge
 from himga.benchmarks._registry import (
+    PluginCaches,
+    entry_point_origin,
     get_benchmark,
     load_isolated,
     one_line,
+    plugins_disabled,
     resolve_entry_point,
     warn_skipped,
 )
@@ -106,10 +106,7 @@ def _made(loaded: object, origin: str) -> list[JudgePrompt]:
 
 
 def _origin(entry_point: EntryPoint) -> str:
-    distribution = entry_point.dist.name if entry_point.dist is not None else "<unknown>"
-    return (
-        f"judge prompt entry point {entry_point.name!r} ({entry_point.value}) of {distribution!r}"
-    )
+    return entry_point_origin("judge prompt", entry_point)
 
 
 def _load(entry_point: EntryPoint) -> list[JudgePrompt]:
@@ -175,30 +172,18 @@ def _plugins(builtins: dict[_Key, tuple[JudgePrompt, str]]) -> _Found:
     return _Found(found, broken)
 
 
-_lock = threading.Lock()
 _registered: dict[_Key, JudgePrompt] = {}
-_builtin_cache: dict[_Key, tuple[JudgePrompt, str]] | None = None
-_plugin_cache: tuple[tuple[str, ...], _Found] | None = None
+_caches = PluginCaches(_builtins, _plugins)
 
 
 def _builtin() -> dict[_Key, tuple[JudgePrompt, str]]:
-    global _builtin_cache
-    with _lock:
-        if _builtin_cache is None:
-            _builtin_cache = _builtins()
-        return _builtin_cache
+    return _caches.builtins()
 
 
 def _third_party() -> _Found:
-    global _plugin_cache
-    if os.environ.get("HIMGA_NO_PLUGINS", "") not in ("", "0"):
+    if plugins_disabled():
         return _Found({}, {})
-    builtins = _builtin()
-    key = tuple(sys.path)
-    with _lock:
-        if _plugin_cache is None or _plugin_cache[0] != key:
-            _plugin_cache = (key, _plugins(builtins))
-        return _plugin_cache[1]
+    return _caches.plugins()
 
 
 def _official(benchmark: str) -> JudgePrompt | None:

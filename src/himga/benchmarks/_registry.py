@@ -43,7 +43,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence, Set
 from dataclasses import dataclass
 from importlib.metadata import EntryPoint, entry_points
 from pathlib import Path
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Generic, TypeVar
 
 from himga._errors import HimgaError, HimgaWarning
 from himga.benchmarks._protocol import Benchmark, Judge
@@ -247,9 +247,15 @@ def _as_benchmarks(loaded: object, origin: str) -> list[object]:
         raise BenchmarkLoadError(f"{origin}: calling {loaded!r} {failure(exc)}") from exc
 
 
-def _origin(entry_point: EntryPoint) -> str:
+def entry_point_origin(kind: str, entry_point: EntryPoint) -> str:
+    """How errors and warnings name an entry point of ``kind`` (``"benchmark"``): its
+    name, ``module:attr`` and distribution."""
     distribution = entry_point.dist.name if entry_point.dist is not None else "<unknown>"
-    return f"benchmark entry point {entry_point.name!r} ({entry_point.value}) of {distribution!r}"
+    return f"{kind} entry point {entry_point.name!r} ({entry_point.value}) of {distribution!r}"
+
+
+def _origin(entry_point: EntryPoint) -> str:
+    return entry_point_origin("benchmark", entry_point)
 
 
 def resolve_entry_point(
@@ -373,41 +379,64 @@ class _Loading(threading.local):
     active = False
 
 
-# _lock is held while a cache is filled, plug-ins included; _registered has its own,
-# so a plug-in registering a benchmark while it loads does not wait for its loader.
-_lock = threading.Lock()
+def plugins_disabled() -> bool:
+    """``HIMGA_NO_PLUGINS`` is set (to anything but ``0``): only himga's own are used."""
+    return os.environ.get("HIMGA_NO_PLUGINS", "") not in ("", "0")
+
+
+_B = TypeVar("_B")
+_F = TypeVar("_F")
+
+
+class PluginCaches(Generic[_B, _F]):
+    """What himga's own entry points of a group give (``find_builtins``), found once, and
+    what the third-party ones give (``find_plugins``, told the built-ins), found again
+    whenever ``sys.path`` changes: a distribution put on the path later is then picked
+    up. One lock is held while either is filled, plug-ins' loading included."""
+
+    def __init__(self, find_builtins: Callable[[], _B], find_plugins: Callable[[_B], _F]) -> None:
+        self._lock = threading.Lock()
+        self._find_builtins = find_builtins
+        self._find_plugins = find_plugins
+        self._builtins: _B | None = None
+        self._plugins: tuple[tuple[str, ...], _F] | None = None
+
+    def builtins(self) -> _B:
+        if self._builtins is not None:  # filled before any plug-in loads
+            return self._builtins
+        with self._lock:
+            if self._builtins is None:
+                self._builtins = self._find_builtins()
+            return self._builtins
+
+    def plugins(self) -> _F:
+        builtins = self.builtins()
+        key = tuple(sys.path)
+        with self._lock:
+            if self._plugins is None or self._plugins[0] != key:
+                self._plugins = (key, self._find_plugins(builtins))
+            return self._plugins[1]
+
+
+# _caches' lock is held while a cache is filled, plug-ins included; _registered has its
+# own, so a plug-in registering a benchmark while it loads does not wait for its loader.
+_caches = PluginCaches(_builtins, _plugins)
 _registered_lock = threading.Lock()
 _loading = _Loading()
 _registered: dict[str, Benchmark] = {}
-_builtin_cache: dict[str, tuple[Benchmark, str]] | None = None
-# The plug-ins found, with the sys.path they were found under: a distribution put on
-# the path later is then picked up.
-_plugin_cache: tuple[tuple[str, ...], _Found] | None = None
 _warned: set[str] = set()
 
 
 def _builtin() -> dict[str, tuple[Benchmark, str]]:
-    global _builtin_cache
-    if _builtin_cache is not None:  # filled before any plug-in loads
-        return _builtin_cache
-    with _lock:
-        if _builtin_cache is None:
-            _builtin_cache = _builtins()
-        return _builtin_cache
+    return _caches.builtins()
 
 
 def _third_party() -> _Found:
-    global _plugin_cache
-    if os.environ.get("HIMGA_NO_PLUGINS", "") not in ("", "0") or _loading.active:
+    if plugins_disabled() or _loading.active:
         # A plug-in looking benchmarks up while it loads (to derive one from a built-in)
         # sees the built-ins and the registered ones, not the plug-ins being loaded.
         return _Found({}, {})
-    builtins = _builtin()
-    key = tuple(sys.path)
-    with _lock:
-        if _plugin_cache is None or _plugin_cache[0] != key:
-            _plugin_cache = (key, _plugins(builtins))
-        return _plugin_cache[1]
+    return _caches.plugins()
 
 
 def warn_skipped(line: str) -> None:

@@ -11,12 +11,14 @@ from typing import Literal
 import numpy as np
 from numpy.typing import NDArray
 
+from himga.embed._base import BaseEmbedder
+
 __all__ = ["HashEmbedder"]
 
 _WORD = re.compile(r"\w+")
 
 
-class HashEmbedder:
+class HashEmbedder(BaseEmbedder):
     """Signed feature hashing of lower-cased words, word bigrams and character trigrams.
 
     Vectors depend only on the text (blake2b, not Python's salted ``hash``), so they are
@@ -35,16 +37,17 @@ class HashEmbedder:
     def model_id(self) -> str:
         return f"hash-{self._dim}"
 
-    @property
-    def dim(self) -> int:
-        return self._dim
-
     def __repr__(self) -> str:
         return f"HashEmbedder(dim={self._dim})"
 
     def embed(
         self, texts: Sequence[str], kind: Literal["query", "passage"] = "passage"
     ) -> NDArray[np.float32]:
+        # _encode normalises row by row; unit_rows over its rows again would move the last
+        # bit of vectors this embedder has always given.
+        return self._encode(list(texts), kind)
+
+    def _encode(self, texts: list[str], kind: Literal["query", "passage"]) -> NDArray[np.float32]:
         out = np.zeros((len(texts), self._dim), dtype=np.float32)
         for row, text in enumerate(texts):
             for feature, weight in _features(text):

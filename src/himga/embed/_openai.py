@@ -12,15 +12,15 @@ from typing import Any, Literal
 import numpy as np
 from numpy.typing import NDArray
 
+from himga.embed._base import BaseEmbedder
 from himga.embed._errors import EmbedderError
-from himga.embed._normalise import unit_rows
 
 __all__ = ["OpenAIEmbedder"]
 
 _BATCH = 128
 
 
-class OpenAIEmbedder:
+class OpenAIEmbedder(BaseEmbedder):
     """Embeddings from ``POST <base_url>/embeddings`` in the OpenAI wire format.
 
     ``base_url`` ends before ``/embeddings`` (``http://localhost:8000/v1``); it
@@ -49,7 +49,7 @@ class OpenAIEmbedder:
         self._api_key = api_key if api_key is not None else os.environ.get("OPENAI_API_KEY")
         self._prefix = {"query": query_prefix, "passage": passage_prefix}
         self.timeout = timeout
-        self._dim: int | None = None
+        self._learnt_dim: int | None = None
 
     @property
     def model_id(self) -> str:
@@ -58,9 +58,9 @@ class OpenAIEmbedder:
 
     @property
     def dim(self) -> int:
-        if self._dim is None:
-            self._dim = self.embed(["dimension probe"]).shape[1]
-        return self._dim
+        if self._learnt_dim is None:
+            self._learnt_dim = int(self.embed(["dimension probe"]).shape[1])
+        return self._learnt_dim
 
     def __repr__(self) -> str:
         return f"OpenAIEmbedder({self.model!r}, {self.base_url!r})"
@@ -68,16 +68,17 @@ class OpenAIEmbedder:
     def embed(
         self, texts: Sequence[str], kind: Literal["query", "passage"] = "passage"
     ) -> NDArray[np.float32]:
-        if not texts:
-            return np.zeros((0, self.dim), dtype=np.float32)
+        out = super().embed(texts, kind)
+        self._learnt_dim = out.shape[1]
+        return out
+
+    def _encode(self, texts: list[str], kind: Literal["query", "passage"]) -> Any:
         prefix = self._prefix[kind]
         batches = [
             self._request([prefix + text for text in texts[start : start + _BATCH]])
             for start in range(0, len(texts), _BATCH)
         ]
-        out = unit_rows(np.concatenate(batches), len(texts), self.model_id)
-        self._dim = out.shape[1]
-        return out
+        return np.concatenate(batches)
 
     def _request(self, inputs: list[str]) -> NDArray[np.float32]:
         url = f"{self.base_url}/embeddings"

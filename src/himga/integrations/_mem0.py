@@ -12,12 +12,13 @@ import tempfile
 import threading
 import uuid
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any
 
 from himga._extras import require
 from himga.data.schema import Message, Session
 from himga.integrations._errors import IntegrationConfigError, IntegrationError
-from himga.memory._protocol import COLD_START_EMBEDS, NEEDS_EMBEDDER, Hit
+from himga.memory._embedder import EmbedsByDefault, as_embedder
+from himga.memory._protocol import Hit
 
 if TYPE_CHECKING:
     from himga.embed import Embedder, EmbedKind
@@ -148,7 +149,7 @@ class _EmbedderForMem0:
         return vectors
 
 
-class Mem0Memory:
+class Mem0Memory(EmbedsByDefault):
     """mem0's open-source ``Memory``, one instance of it per himga memory.
 
     Each message is one ``Memory.add`` under this instance's own ``user_id``, with
@@ -181,9 +182,6 @@ class Mem0Memory:
     Needs the ``mem0`` extra.
     """
 
-    NEEDS: ClassVar[str] = NEEDS_EMBEDDER
-    COLD_START: ClassVar[str] = COLD_START_EMBEDS
-
     def __init__(
         self,
         k: int = 10,
@@ -204,13 +202,9 @@ class Mem0Memory:
             )
         mem0 = _mem0_module()
         qdrant: Any = require("qdrant_client", extra="mem0", purpose=_PURPOSE)
-        if isinstance(embedder, str):
-            from himga.embed import get_embedder
-
-            embedder = get_embedder(embedder)
         self.k = k
         self.infer = infer
-        self.embedder: Embedder = embedder
+        self.embedder: Embedder = as_embedder(embedder)
         self.llm_model = llm_model
         self.llm_base_url = llm_base_url
         llm: dict[str, Any] = {"model": llm_model, "api_key": api_key or _UNUSED_KEY}
@@ -222,7 +216,7 @@ class Mem0Memory:
                 "config": {
                     "client": qdrant.QdrantClient(location=":memory:"),
                     "collection_name": "himga",
-                    "embedding_model_dims": embedder.dim,
+                    "embedding_model_dims": self.embedder.dim,
                 },
             },
             # mem0's config has no slot for an embedder object: its OpenAI embedder is
@@ -233,7 +227,7 @@ class Mem0Memory:
         }
         self._memory: Any = mem0.Memory.from_config(config)
         _pin_offline(self._memory)
-        self._memory.embedding_model = _EmbedderForMem0(embedder)
+        self._memory.embedding_model = _EmbedderForMem0(self.embedder)
         self._user = f"himga-{uuid.uuid4().hex}"
         self._recent: collections.deque[str] = collections.deque(maxlen=_MEM0_CONTEXT_MESSAGES + 1)
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
-from himga._extras import require
 from himga.llm._client import SDKClient, check_roles
 from himga.llm._errors import LLMConfigError, LLMError
 from himga.llm._protocol import ChatMessage, Completion
@@ -29,7 +28,9 @@ class AnthropicClient(SDKClient):
     """
 
     provider: ClassVar[str] = "anthropic"
+    _sdk: ClassVar[str] = "anthropic"
     _sdk_classes: ClassVar[tuple[str, str]] = ("Anthropic", "AsyncAnthropic")
+    _default_base_url: ClassVar[str] = "https://api.anthropic.com"
 
     def _check_temperature(self, temperature: float | None) -> None:
         if temperature is not None:
@@ -37,13 +38,6 @@ class AnthropicClient(SDKClient):
                 f"temperature={temperature!r}: the Anthropic Messages API (version 2026-10-21, "
                 "anthropic SDK >= 2) rejects sampling parameters; pass temperature=None"
             )
-
-    def _import_sdk(self) -> Any:
-        return require("anthropic", extra="anthropic", purpose="The Anthropic client")
-
-    @property
-    def _default_base_url(self) -> str:
-        return "https://api.anthropic.com"
 
     def _request(self, messages: Sequence[ChatMessage], max_tokens: int) -> dict[str, Any]:
         check_roles(messages, _ROLES)

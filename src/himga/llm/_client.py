@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 from urllib.parse import urlsplit, urlunsplit
 
+from himga._extras import require
 from himga._json import LONE_SURROGATE
 from himga.llm._cache import CacheStats, LLMCache, as_cache, cache_key
 from himga.llm._errors import LLMConfigError, LLMError
@@ -67,8 +68,12 @@ class SDKClient(ABC):
     """
 
     provider: ClassVar[str]
+    #: The SDK module, also the name of the extra that installs it.
+    _sdk: ClassVar[str]
     #: The SDK module's blocking and async client classes, by name.
     _sdk_classes: ClassVar[tuple[str, str]]
+    #: The SDK's endpoint when no base URL is configured.
+    _default_base_url: ClassVar[str]
 
     def __init__(
         self,
@@ -331,14 +336,9 @@ class SDKClient(ABC):
     def _check_temperature(self, temperature: float | None) -> None:
         """Raise LLMConfigError if the provider cannot take ``temperature``."""
 
-    @abstractmethod
     def _import_sdk(self) -> Any:
-        """The SDK module, through :func:`himga._extras.require`."""
-
-    @property
-    @abstractmethod
-    def _default_base_url(self) -> str:
-        """The SDK's endpoint when no base URL is configured."""
+        """The SDK module, through :func:`himga._extras.require` (its error names the extra)."""
+        return require(self._sdk, extra=self._sdk, purpose=f"The {self._sdk_classes[0]} client")
 
     @abstractmethod
     def _request(self, messages: Sequence[ChatMessage], max_tokens: int) -> dict[str, Any]:

@@ -6,7 +6,6 @@ import logging
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
-from himga._extras import require
 from himga.llm._client import SDKClient, check_roles, public_url
 from himga.llm._errors import LLMConfigError, LLMError
 from himga.llm._protocol import ChatMessage, Completion
@@ -31,18 +30,13 @@ class OpenAIClient(SDKClient):
     """
 
     provider: ClassVar[str] = "openai"
+    _sdk: ClassVar[str] = "openai"
     _sdk_classes: ClassVar[tuple[str, str]] = ("OpenAI", "AsyncOpenAI")
+    _default_base_url: ClassVar[str] = "https://api.openai.com/v1"
 
     def _check_temperature(self, temperature: float | None) -> None:
         if temperature is not None and not 0.0 <= temperature <= 2.0:
             raise LLMConfigError(f"temperature must be in [0, 2] or None, got {temperature!r}")
-
-    def _import_sdk(self) -> Any:
-        return require("openai", extra="openai", purpose="The OpenAI client")
-
-    @property
-    def _default_base_url(self) -> str:
-        return "https://api.openai.com/v1"
 
     def _request(self, messages: Sequence[ChatMessage], max_tokens: int) -> dict[str, Any]:
         check_roles(messages, _ROLES)

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from types import ModuleType
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any
 
 from himga._extras import require
 from himga.memory._ann import ANN_MIN_TURNS, EF_SEARCH, ApproximateIndex, Search
-from himga.memory._protocol import COLD_START_EMBEDS, NEEDS_EMBEDDER
+from himga.memory._embedder import EmbedsByDefault, as_embedder
 from himga.memory._ranking import LazilyIndexedTurns, top_k
 
 if TYPE_CHECKING:
@@ -19,7 +19,7 @@ __all__ = ["DenseMemory"]
 _PURPOSE = "DenseMemory"
 
 
-class DenseMemory(LazilyIndexedTurns):
+class DenseMemory(EmbedsByDefault, LazilyIndexedTurns):
     """Turn-level dense retrieval: the ``k`` turns closest to the query in embedding space.
 
     Every message is one passage, ``"<speaker>: <content>"``, embedded as
@@ -45,9 +45,6 @@ class DenseMemory(LazilyIndexedTurns):
     also the ``ann`` extra (faiss-cpu), imported on construction.
     """
 
-    NEEDS: ClassVar[str] = NEEDS_EMBEDDER
-    COLD_START: ClassVar[str] = COLD_START_EMBEDS
-
     def __init__(
         self,
         k: int = 10,
@@ -72,11 +69,7 @@ class DenseMemory(LazilyIndexedTurns):
         self._np: ModuleType = require("numpy", extra="dense", purpose=_PURPOSE)
         if search == "ann":
             require("faiss", extra="ann", purpose=f"{_PURPOSE}(search='ann')")
-        if isinstance(embedder, str):
-            from himga.embed import get_embedder
-
-            embedder = get_embedder(embedder)
-        self.embedder: Embedder = embedder
+        self.embedder: Embedder = as_embedder(embedder)
         self.reset()
 
     def __repr__(self) -> str:

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from himga.data.schema import Message, Session
 from himga.memory._ann import ANN_MIN_TURNS, EF_SEARCH, Search
 from himga.memory._bm25 import BM25Memory
 from himga.memory._dense import DenseMemory
-from himga.memory._protocol import COLD_START_EMBEDS, NEEDS_EMBEDDER, Hit
+from himga.memory._embedder import EmbedsByDefault
+from himga.memory._protocol import Hit
 from himga.memory._ranking import top_k
 
 if TYPE_CHECKING:
@@ -27,7 +28,7 @@ _CANDIDATES = 100
 _SPREAD = 1024
 
 
-class HybridMemory:
+class HybridMemory(EmbedsByDefault):
     """Turn-level fusion of a :class:`BM25Memory` and a :class:`DenseMemory`.
 
     Both rank every turn they hold; the rankings are fused over all turns (exact,
@@ -60,9 +61,6 @@ class HybridMemory:
     dense ranks taken over those candidates (``ef_search``: the graph's search
     breadth); below ``ann_min_turns``, the exact fusion above.
     """
-
-    NEEDS: ClassVar[str] = NEEDS_EMBEDDER
-    COLD_START: ClassVar[str] = COLD_START_EMBEDS
 
     def __init__(
         self,

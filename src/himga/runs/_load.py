@@ -21,8 +21,15 @@ from himga.eval._checkpoint import CheckpointError, read_checkpoint
 from himga.eval.judge import recorded_scores
 from himga.runs._files import leading_entries
 from himga.runs._journal import JUDGE_JOURNAL, read_journal
-from himga.runs._manifest import Manifest
-from himga.runs._rundir import JUDGE_CACHE, MARKER, PLAN, Run, RunDir, RunReadError
+from himga.runs._rundir import (
+    JUDGE_CACHE,
+    MARKER,
+    PLAN,
+    FinishedRunBase,
+    Run,
+    RunDir,
+    RunReadError,
+)
 from himga.runs._verdicts import VERDICTS
 from himga.runs._verdicts import read_verdicts as read_record
 from himga.scoring._result import EvalResult
@@ -78,23 +85,9 @@ class PartialRun:
 
 
 @dataclass(frozen=True)
-class RunHead:
+class RunHead(FinishedRunBase):
     """A finished run's manifest and metrics, its results not read (:func:`load_head`):
     what a leaderboard needs, for the cost of two small files."""
-
-    path: Path
-    manifest: Manifest
-    metrics: dict[str, Any]
-
-    @property
-    def label(self) -> str:
-        """As :attr:`Run.label`."""
-        return self.manifest.label
-
-    @property
-    def dataset_name(self) -> str:
-        """As :attr:`Run.dataset_name`."""
-        return self.manifest.dataset.name
 
 
 def run_status(run: Run | RunHead | PartialRun) -> RunStatus:

@@ -86,24 +86,13 @@ class RunReadError(HimgaError, ValueError):
 
 
 @dataclass(frozen=True)
-class Run:
-    """A finished run as read back: its manifest, metrics and results (with judge scores,
-    NaN where a question has none, and why the judge gave none: ``judge_errors``, aligned
-    with ``results`` when read from a run directory, else empty).
-
-    ``judges``: every judge's scores by judge id (:meth:`Manifest.judge_entries`), aligned
-    with ``results``, NaN where that judge gave none; the eval's own judge's are ``judge``.
-    ``stale_judges``: the ids of judges that judged other answers than these (the run
-    was resumed and re-answered since): their scores are not in ``judges``."""
+class FinishedRunBase:
+    """What a finished run read back has, its results read or not (:class:`Run`,
+    :class:`~himga.runs.RunHead`): its directory, manifest and metrics."""
 
     path: Path
     manifest: Manifest
     metrics: dict[str, Any]
-    results: list[EvalResult]
-    judge: list[float]
-    judge_errors: tuple[str | None, ...] = ()
-    judges: Mapping[str, list[float]] = field(default_factory=dict)
-    stale_judges: tuple[str, ...] = ()
 
     @property
     def label(self) -> str:
@@ -114,6 +103,24 @@ class Run:
     def dataset_name(self) -> str:
         """The dataset (benchmark) the run evaluated, e.g. ``locomo``."""
         return self.manifest.dataset.name
+
+
+@dataclass(frozen=True)
+class Run(FinishedRunBase):
+    """A finished run as read back: its manifest, metrics and results (with judge scores,
+    NaN where a question has none, and why the judge gave none: ``judge_errors``, aligned
+    with ``results`` when read from a run directory, else empty).
+
+    ``judges``: every judge's scores by judge id (:meth:`Manifest.judge_entries`), aligned
+    with ``results``, NaN where that judge gave none; the eval's own judge's are ``judge``.
+    ``stale_judges``: the ids of judges that judged other answers than these (the run
+    was resumed and re-answered since): their scores are not in ``judges``."""
+
+    results: list[EvalResult]
+    judge: list[float]
+    judge_errors: tuple[str | None, ...] = ()
+    judges: Mapping[str, list[float]] = field(default_factory=dict)
+    stale_judges: tuple[str, ...] = ()
 
     def measured(self) -> dict[str, Any]:
         """The metrics of the results themselves (``results.jsonl``, which :meth:`RunDir.read`

@@ -135,20 +135,27 @@ def offline_yes_no(template: str, text: str) -> str | None:
 
 
 class LongMemEvalJudge:
-    """The official prompt of the question's type (abstention for ``_abs`` questions)."""
+    """The official prompt of the question's type (abstention for ``_abs`` questions).
+
+    A subclass judges with other yes / no prompts filled with the same fields
+    (``question``, ``answer``, ``response``) by replacing :attr:`prompts` and
+    :meth:`_prompt_name` (the ``strict`` judge prompt)."""
 
     prompts: Mapping[str, str] = PROMPTS
 
     def requests(self, result: EvalResult) -> Sequence[JudgeRequest]:
         """One yes / no call."""
-        if result.adversarial:
-            name = "longmemeval-abstention"
-        else:
-            name = _TYPED.get(result.category, "longmemeval-default")
-        text = PROMPTS[name].format(
+        name = self._prompt_name(result)
+        text = self.prompts[name].format(
             question=result.question, answer=result.answer, response=result.prediction
         )
         return [JudgeRequest(name, text, YES_NO_MAX_TOKENS)]
+
+    def _prompt_name(self, result: EvalResult) -> str:
+        """The name in :attr:`prompts` of the prompt that judges ``result``."""
+        if result.adversarial:
+            return "longmemeval-abstention"
+        return _TYPED.get(result.category, "longmemeval-default")
 
     def parse(self, request: JudgeRequest, reply: str) -> JSONValue:
         """The yes / no verdict as 1.0 / 0.0."""
@@ -161,6 +168,6 @@ class LongMemEvalJudge:
     def offline_reply(self, text: str) -> str | None:
         """yes / no, decided by :func:`offline_yes_no` for the template ``text`` fills."""
         return next(
-            (reply for t in PROMPTS.values() if (reply := offline_yes_no(t, text)) is not None),
+            (r for t in self.prompts.values() if (r := offline_yes_no(t, text)) is not None),
             None,
         )

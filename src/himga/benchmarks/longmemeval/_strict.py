@@ -11,20 +11,13 @@ the official preference prompt.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from himga.benchmarks._judge_prompts import JudgePrompt
-from himga.benchmarks._protocol import JSONValue, JudgeRequest
 from himga.benchmarks.longmemeval._benchmark import SPLITS
 from himga.benchmarks.longmemeval._categories import SINGLE_SESSION_PREFERENCE
-from himga.benchmarks.longmemeval._judge import (
-    PROMPTS,
-    YES_NO_MAX_TOKENS,
-    offline_yes_no,
-    only_verdict,
-    parse_yes_no,
-)
+from himga.benchmarks.longmemeval._judge import PROMPTS, LongMemEvalJudge
 
 if TYPE_CHECKING:
     from himga.scoring._result import EvalResult
@@ -47,7 +40,7 @@ _ABSTENTION = "longmemeval-abstention"
 _PREFERENCE = "longmemeval-single-session-preference"
 
 
-class StrictLongMemEvalJudge:
+class StrictLongMemEvalJudge(LongMemEvalJudge):
     """:data:`STRICT_PROMPT` for every answerable question but preference ones."""
 
     prompts: Mapping[str, str] = {
@@ -56,33 +49,12 @@ class StrictLongMemEvalJudge:
         _PREFERENCE: PROMPTS[_PREFERENCE],
     }
 
-    def requests(self, result: EvalResult) -> Sequence[JudgeRequest]:
-        """One yes / no call."""
+    def _prompt_name(self, result: EvalResult) -> str:
         if result.adversarial:
-            name = _ABSTENTION
-        elif result.category == SINGLE_SESSION_PREFERENCE:
-            name = _PREFERENCE
-        else:
-            name = _STRICT
-        text = self.prompts[name].format(
-            question=result.question, answer=result.answer, response=result.prediction
-        )
-        return [JudgeRequest(name, text, YES_NO_MAX_TOKENS)]
-
-    def parse(self, request: JudgeRequest, reply: str) -> JSONValue:
-        """The yes / no verdict as 1.0 / 0.0."""
-        return parse_yes_no(reply)
-
-    def score(self, result: EvalResult, parsed: Sequence[JSONValue]) -> float:
-        """The verdict of the one call."""
-        return only_verdict(parsed)
-
-    def offline_reply(self, text: str) -> str | None:
-        """yes / no as :func:`offline_yes_no` decides for the template ``text`` fills."""
-        return next(
-            (r for t in self.prompts.values() if (r := offline_yes_no(t, text)) is not None),
-            None,
-        )
+            return _ABSTENTION
+        if result.category == SINGLE_SESSION_PREFERENCE:
+            return _PREFERENCE
+        return _STRICT
 
 
 STRICT = JudgePrompt(

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from himga._extras import require
 from himga.data.schema import Message, Session
+from himga.memory._embedder import as_embedder
 from himga.memory._himga._weights import HiMGAWeights
 from himga.memory._protocol import COLD_START_EMBEDS
 from himga.memory._ranking import RankedTurns, top_k
@@ -85,11 +86,7 @@ class HiMGAMemory(RankedTurns):
             require(module, extra="graph", purpose=_PURPOSE)
         self._index_module = importlib.import_module("himga.memory._himga._index")
         self._stem_words = importlib.import_module("Stemmer").Stemmer("english").stemWords
-        if isinstance(embedder, str):
-            from himga.embed import get_embedder
-
-            embedder = get_embedder(embedder)
-        self.embedder = embedder
+        self.embedder = as_embedder(embedder)
         self.reset()
 
     def __repr__(self) -> str:

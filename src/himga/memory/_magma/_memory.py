@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, ClassVar
 
 from himga.data.schema import Message, Session
 from himga.llm._protocol import LLMClient
+from himga.memory._embedder import as_embedder
 from himga.memory._magma._build import BuildStats, LLMBuilder, TurnInput
 from himga.memory._magma._extract import Event, offline_event
 from himga.memory._magma._graph import Edge, Graph, Node, build_graph
@@ -93,11 +94,7 @@ class MagmaMemory:
         self.concurrency = concurrency
         self.max_attempts = max_attempts
         self._np = numpy()
-        if isinstance(embedder, str):
-            from himga.embed import get_embedder
-
-            embedder = get_embedder(embedder)
-        self._space = VectorSpace(embedder)
+        self._space = VectorSpace(as_embedder(embedder))
         self.reset()
 
     def __repr__(self) -> str:
