@@ -353,6 +353,9 @@ FOUND: dict[str, list[list[str]]] = {
         # A name that is not UTF-8 printed on a strict UTF-8 stdout: UnicodeEncodeError.
         ["datasets", "locomo", "--no-stats", "--path", "x\udcff"],
     ],
+    # ValueError "PosixPath('.') has an empty name": an empty --html became the current
+    # directory; an empty path argument is now refused in one line.
+    "view": [["view", "run", "--html", ""]],
 }
 
 #: Examples per command, relative to the profile's: the cheap commands get more.
@@ -485,7 +488,6 @@ def test_every_damaged_run_file_is_a_one_line_error_in_report_compare_and_merge(
 @pytest.mark.parametrize(
     "argv",
     [
-        ["report", "run", "--out", ""],
         ["report", "run", "--out", "empty_dir"],
         ["report", "run", "--out", "missing/report.md"],
         ["compare", "run", "run_llm", "--seed", "-1"],
@@ -503,3 +505,12 @@ def test_report_and_compare_outputs_that_cannot_be_written_are_one_line_errors(
     assert code == 2
     assert stderr.startswith(f"himga {argv[0]}: error: "), stderr
     assert len(stderr.strip().splitlines()) == 1, stderr
+
+
+def test_an_empty_path_argument_is_a_usage_error() -> None:
+    """Refused by the option's type, as a NUL is: an empty ``--out`` or ``--html`` was the
+    current directory (a traceback for ``view --html ''``)."""
+    for argv in (["report", "run", "--out", ""], ["view", "run", "--html", ""]):
+        code, stderr = run_cli(argv)
+        assert code == 2
+        assert stderr.strip().splitlines()[-1].endswith("an empty string is not a file name")

@@ -61,4 +61,14 @@ def test_malformed_and_bad_usage(tmp_path: Path, capsys: pytest.CaptureFixture[s
     assert main(["datasets", "nope"]) == 2
     assert "unknown dataset(s) nope" in capsys.readouterr().err
     assert main(["datasets", "--path", str(path)]) == 2
-    assert "--path needs exactly one NAME" in capsys.readouterr().err
+    assert "--data-path needs exactly one NAME" in capsys.readouterr().err
+
+
+def test_datasets_takes_evals_option_name_and_its_old_one(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """One name for the data path on ``eval`` and ``datasets`` (``--path`` kept a release)."""
+    path = tmp_path / "absent.json"
+    for option in ("--data-path", "--path"):
+        assert main(["datasets", "locomo", option, str(path), "--no-stats"]) == 2
+        assert str(path) in capsys.readouterr().err

@@ -33,7 +33,13 @@ def register(commands: Any) -> None:
         help="datasets to show (default: every registered benchmark)",
     )
     parser.add_argument(
-        "--path", type=path, help="read NAME from this file or directory (one NAME only)"
+        "--data-path",
+        "--path",
+        dest="data_path",
+        type=path,
+        metavar="DATA_PATH",
+        help="read NAME from this file or directory (one NAME only), as himga eval's "
+        "--data-path (--path: its old name here, kept for one release)",
     )
     parser.add_argument("--no-stats", action="store_true", help="only show where each resolves")
     parser.add_argument(
@@ -46,7 +52,7 @@ def register(commands: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Print the report; exit code 1 if a dataset that resolved is malformed or its plug-in
-    fails, 2 on bad usage (said on stderr), including a ``--path`` that holds no copy."""
+    fails, 2 on bad usage (said on stderr), including a ``--data-path`` that holds no copy."""
     known = benchmarks()
     names: list[str] = args.names or list(known)
     unknown = [n for n in names if n not in known]
@@ -56,17 +62,17 @@ def run(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
-    if args.path is not None and len(names) != 1:
-        print("himga datasets: --path needs exactly one NAME", file=sys.stderr)
+    if args.data_path is not None and len(names) != 1:
+        print("himga datasets: --data-path needs exactly one NAME", file=sys.stderr)
         return 2
     status = 0
     for name in names:
         benchmark = known[name]
         print(f"{name}: {benchmark.description} (license: {benchmark.license})")
         try:
-            resolution = resolve_dataset(name, path=args.path, download=False)
+            resolution = resolve_dataset(name, path=args.data_path, download=False)
         except DatasetNotFoundError as exc:
-            if args.path is not None:  # asked for that copy: its absence is no listing
+            if args.data_path is not None:  # asked for that copy: its absence is no listing
                 print(f"himga datasets: {exc}", file=sys.stderr)
                 return 2
             print(f"  not found: {exc}")

@@ -23,9 +23,11 @@ _JUDGE_SERVER_HELP = (
 
 def path(text: str) -> Path:
     """A file or directory argument for argparse: refused in one line when no file system
-    could hold it -- a NUL, a lone surrogate that the file-system encoding cannot write, or
+    could hold it -- empty, a NUL, a lone surrogate that the file-system encoding cannot write, or
     a component longer than 255 bytes -- which every operation on it would otherwise fail
     with a ``ValueError``, ``UnicodeEncodeError`` or ``OSError``."""
+    if not text:
+        raise argparse.ArgumentTypeError("an empty string is not a file name")
     if "\0" in text:
         raise argparse.ArgumentTypeError(f"{text!r} is not a file name: it holds a NUL character")
     try:
