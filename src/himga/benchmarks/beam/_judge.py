@@ -53,20 +53,32 @@ class BeamJudge:
     (the rubric items; for event ordering, the events in their right order).
     """
 
-    def __init__(self, *, official: bool = False) -> None:
+    def __init__(
+        self,
+        *,
+        official: bool = False,
+        rubric_prompt: str = RUBRIC_PROMPT,
+        variant: str = "",
+        binary: bool = False,
+    ) -> None:
+        """``rubric_prompt`` (same slots and JSON reply as BEAM's) under the template name
+        ``beam-rubric-<variant>`` replaces BEAM's own; ``binary``: a rubric verdict below
+        1.0 counts 0 (no partial credit)."""
         self.official = official
+        self._binary = binary
         suffix = "-official" if official else ""
-        self._rubric = f"beam-rubric{suffix}"
+        self._rubric = f"beam-rubric{suffix}" + (f"-{variant}" if variant else "")
+        self._rubric_prompt = rubric_prompt
         self._equivalence = f"beam-event-equivalence{suffix}"
         # Both modes send the same templates; the names differ so that a run's
         # identity (which hashes names and texts) tells the two scorings apart.
         self.prompts: Mapping[str, str] = {
-            self._rubric: RUBRIC_PROMPT,
+            self._rubric: rubric_prompt,
             self._equivalence: EQUIVALENCE_PROMPT,
         }
 
     def __repr__(self) -> str:
-        return f"BeamJudge(official={self.official})"
+        return f"BeamJudge(official={self.official}, rubric={self._rubric!r})"
 
     def requests(self, result: EvalResult) -> Sequence[JudgeRequest]:
         """One request per rubric item; for event ordering, one per (item, answer line)."""
@@ -111,6 +123,8 @@ class BeamJudge:
             aligned = align(rubric, lines, lambda i, j: parsed[j * width + i] is True)
             return event_ordering_tau(rubric, aligned)
         verdicts = [float(v) for v in parsed if isinstance(v, (int, float))]
+        if self._binary:
+            verdicts = [1.0 if v >= 1.0 else 0.0 for v in verdicts]
         if len(verdicts) != len(rubric):
             raise ValueError(
                 f"{result.question_id}: expected {len(rubric)} rubric verdicts, got {parsed!r}"
@@ -123,10 +137,11 @@ class BeamJudge:
         the answer line holds half the event's words or more, else "no"."""
         # The official mode leaves <question> unfilled: then it is literal text.
         slots = ("rubric_item", "llm_response") if self.official else _RUBRIC_SLOTS
-        rubric = slot_fields(RUBRIC_PROMPT, text, slots)
+        rubric = slot_fields(self._rubric_prompt, text, slots)
         if rubric is not None:
             share = covered(rubric["rubric_item"], rubric["llm_response"])
-            score = 1.0 if share == 1.0 else 0.5 if share >= 0.5 else 0.0
+            partial = 0.0 if self._binary else 0.5
+            score = 1.0 if share == 1.0 else partial if share >= 0.5 else 0.0
             return json.dumps({"score": score, "reason": "offline: word overlap"})
         pair = slot_fields(EQUIVALENCE_PROMPT, text, ("first_snippet", "second_snippet"))
         if pair is None:
@@ -140,10 +155,12 @@ class BeamJudge:
     def _rubric_text(self, question: str, item: str, prediction: str) -> str:
         if self.official:
             # The official chain of replaces, <question> left as it is.
-            return RUBRIC_PROMPT.replace("<rubric_item>", item).replace(
+            return self._rubric_prompt.replace("<rubric_item>", item).replace(
                 "<llm_response>", prediction
             )
-        return _fill(RUBRIC_PROMPT, question=question, rubric_item=item, llm_response=prediction)
+        return _fill(
+            self._rubric_prompt, question=question, rubric_item=item, llm_response=prediction
+        )
 
 
 def parse_rubric_verdict(reply: str) -> float:

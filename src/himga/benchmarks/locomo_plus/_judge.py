@@ -134,22 +134,38 @@ PREFIX = "locomo-plus-"
 
 
 class LocomoPlusJudge:
-    """Upstream's LLM-as-judge (see the module documentation).
+    """Upstream's LLM-as-judge (see the module documentation), or the same judging with
+    other ``templates`` (one per upstream category, the same slots and JSON reply) under
+    template names starting ``prefix`` (names are global: other texts, another prefix).
 
     Reads ``result.gold["upstream_category"]`` (which template) and
     ``result.gold["evidence"]``; one request per result; parses to the label
     (``"correct"``, ``"partial"``, ``"wrong"``); scores it 1 / 0.5 / 0.
     """
 
-    prompts: Mapping[str, str] = MappingProxyType({PREFIX + k: v for k, v in PROMPTS.items()})
+    def __init__(
+        self,
+        templates: Mapping[str, str] = PROMPTS,
+        prefix: str = PREFIX,
+        scores: Mapping[str, float] = LABEL_SCORES,
+    ) -> None:
+        self._templates = MappingProxyType(dict(templates))
+        self._prefix = prefix
+        self._scores = MappingProxyType(dict(scores))
+        self.prompts: Mapping[str, str] = MappingProxyType(
+            {prefix + k: v for k, v in templates.items()}
+        )
+
+    def __repr__(self) -> str:
+        return f"LocomoPlusJudge(prefix={self._prefix!r})"
 
     def requests(self, result: EvalResult) -> Sequence[JudgeRequest]:
         """The filled template of the result's upstream category."""
         category = result.gold["upstream_category"]
-        text = PROMPTS[category].format(
+        text = self._templates[category].format(
             gold=result.answer, pred=result.prediction or "", evidence=result.gold["evidence"]
         )
-        return (JudgeRequest(prompt=PREFIX + category, text=text, max_tokens=MAX_TOKENS),)
+        return (JudgeRequest(prompt=self._prefix + category, text=text, max_tokens=MAX_TOKENS),)
 
     def parse(self, request: JudgeRequest, reply: str) -> JSONValue:
         """The one label of ``reply``: its JSON object's ``"label"``, else the one
@@ -172,17 +188,18 @@ class LocomoPlusJudge:
         return normalised.pop()
 
     def score(self, result: EvalResult, parsed: Sequence[JSONValue]) -> float:
-        """Upstream's score of the label: correct 1.0, partial 0.5, wrong 0.0."""
+        """The label's score: upstream's correct 1.0, partial 0.5, wrong 0.0 unless
+        ``scores`` says otherwise."""
         del result
         (label,) = parsed
-        return LABEL_SCORES[str(label)]
+        return self._scores[str(label)]
 
     def offline_reply(self, text: str) -> str | None:
         """The JSON label the template asks for: ``adversarial`` correct when the
         prediction abstains; ``Cognitive`` when it holds half the cue's words or more;
         the others correct when it holds every word of the reference answer, partial
         (where the template offers it) when half or more."""
-        for category, template in PROMPTS.items():
+        for category, template in self._templates.items():
             fields = format_fields(template, text)
             if fields is None:
                 continue
