@@ -304,7 +304,7 @@ def _evaluate(
 
 
 def _plan(request: EvalRequest, notify: Callable[[str], None], meter: RunMeter) -> RunPlan:
-    """Resolve ``request`` into a :class:`RunPlan`: nothing is written yet.
+    """Resolve ``request`` into a :class:`RunPlan`; nothing is written into the run directory.
 
     The order is the order of the failures a user sees: the cheap ones (the judge's
     options, the question file, the arm, the memory spec, pre-flight, API keys)
