@@ -231,6 +231,40 @@ def compute_measurements(results: Sequence[EvalResult]) -> dict[str, Any]:
     }
 
 
+def _judged(
+    results: Sequence[EvalResult], judge_scores: Sequence[float] | None
+) -> dict[int, float]:
+    """The judge's score of each result it scored, by index: ``NaN`` (unjudged) and the
+    results of a failed LLM or memory call (never scored) left out. ``ValueError`` when
+    ``judge_scores`` are not aligned with ``results``."""
+    if judge_scores is not None and len(judge_scores) != len(results):
+        raise ValueError(f"judge_scores has {len(judge_scores)} scores for {len(results)} results")
+    return {
+        i: float(score)
+        for i, score in enumerate(judge_scores or ())
+        if not math.isnan(score) and results[i].error is None and results[i].memory_error is None
+    }
+
+
+def _counts(
+    results: Sequence[EvalResult], judge: Mapping[int, float], *, judging: bool
+) -> dict[str, int]:
+    """The ``counts`` of :func:`compute_metrics`; ``judge_errors`` (answered but not
+    judged) is 0 when the results were not ``judging`` at all."""
+    answered = sum(_answered(r) for r in results)
+    return {
+        "questions": len(results),
+        "memory_errors": sum(r.memory_error is not None for r in results),
+        "answered": answered,
+        "errors": sum(r.error is not None for r in results),
+        "unanswered": sum(
+            r.prediction is None and r.error is None and r.memory_error is None for r in results
+        ),
+        "judged": len(judge),
+        "judge_errors": answered - len(judge) if judging else 0,
+    }
+
+
 def compute_metrics(
     results: Sequence[EvalResult], judge_scores: Sequence[float] | None = None
 ) -> dict[str, Any]:
@@ -269,33 +303,16 @@ def compute_metrics(
     ``judge_scores`` (e.g. from :func:`~himga.eval.judge.batch_judge`) align
     with ``results``; ``NaN`` marks an unjudged result.
     """
-    if judge_scores is not None and len(judge_scores) != len(results):
-        raise ValueError(f"judge_scores has {len(judge_scores)} scores for {len(results)} results")
-    judge = {
-        i: float(score)
-        for i, score in enumerate(judge_scores or ())
-        if not math.isnan(score) and results[i].error is None and results[i].memory_error is None
-    }
+    judge = _judged(results, judge_scores)
     # Without results, the blocks still have every global metric (as None).
     catalogue = _metrics([r.dataset for r in results] or [""])
     groups = result_groups(results)
     overall = groups.pop("overall")
     everything = groups.pop("overall_with_adversarial")
-    answered = sum(_answered(r) for r in results)
     errors = [r for r in results if r.error is not None]
     memory_errors = [r.memory_error for r in results if r.memory_error is not None]
     metrics: dict[str, Any] = {
-        "counts": {
-            "questions": len(results),
-            "memory_errors": len(memory_errors),
-            "answered": answered,
-            "errors": len(errors),
-            "unanswered": sum(
-                r.prediction is None and r.error is None and r.memory_error is None for r in results
-            ),
-            "judged": len(judge),
-            "judge_errors": answered - len(judge) if judge_scores is not None else 0,
-        },
+        "counts": _counts(results, judge, judging=judge_scores is not None),
         "overall": _group(results, judge, overall, catalogue),
         "overall_with_adversarial": _group(results, judge, everything, catalogue),
         "by_category": {

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 from himga._redact import redact_arguments, redact_repr
 from himga.agent._agent import prompt_hashes
 from himga.llm._protocol import HasTemperature, HasWeights
-from himga.memory._registry import memory_provenance
+from himga.memory._registry import MemoryProvenance, memory_provenance
 from himga.scoring._result import SEARCH_K
 
 if TYPE_CHECKING:
@@ -149,14 +149,18 @@ def run_identity(
     dataset: str | None = None,
     dataset_sha256: str | None = None,
     search_k: int = SEARCH_K,
+    provenance: MemoryProvenance | None = None,
 ) -> RunIdentity:
     """The :class:`RunIdentity` of evaluating ``agent``: its memory (class, ``repr``,
     providing distribution and source hash), answer settings and prompt hashes,
     plus what the caller knows -- the spec the memory was made from (default:
-    its class), its constructor arguments, the judge, the dataset and the search depth."""
+    its class), its constructor arguments, the judge, the dataset and the search depth.
+    ``provenance`` is the memory's when the caller has computed it already (default:
+    that of its class's module, hashed here)."""
     memory = agent.memory
     memory_class = f"{type(memory).__module__}:{type(memory).__qualname__}"
-    provenance = memory_provenance([type(memory).__module__])
+    if provenance is None:
+        provenance = memory_provenance([type(memory).__module__])
     llm = agent.llm
     answer = None if llm is None else {**llm_identity(llm), "max_tokens": agent.max_tokens}
     return RunIdentity(

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import json
 from collections.abc import Callable, Mapping
@@ -14,7 +13,12 @@ from himga.agent._agent import BaseAgent
 from himga.eval._identity import SEARCH_K, RunIdentity, run_identity
 from himga.llm._protocol import LLMClient
 from himga.memory._protocol import BaseMemory, LLMUser
-from himga.memory._registry import ResolvedMemory, memory_provenance, resolve_memory
+from himga.memory._registry import (
+    MemoryProvenance,
+    ResolvedMemory,
+    memory_provenance,
+    resolve_memory,
+)
 
 if TYPE_CHECKING:
     from himga.llm import SDKClient
@@ -160,7 +164,9 @@ class AgentSpec:
         agent, _ = self.assemble(meter)
         return agent
 
-    def assemble(self, meter: RunMeter | None = None) -> tuple[BaseAgent, Callable[[], BaseMemory]]:
+    def assemble(
+        self, meter: RunMeter | None = None, resolved: ResolvedMemory | None = None
+    ) -> tuple[BaseAgent, Callable[[], BaseMemory]]:
         """A new agent (:meth:`build`), and the factory of a fresh memory like its own --
         what replaces one stuck in a timed-out call.
 
@@ -172,8 +178,11 @@ class AgentSpec:
         memory's client calling through one too, and the answering client through
         the answer proxy; the clients share one cache object, so a cached reply costs
         no call on either path. Without it the memory shares the answering client.
+        ``resolved`` is this spec's memory when the caller has resolved it already
+        (default: :meth:`resolve_memory`).
         """
-        resolved = self.resolve_memory()
+        if resolved is None:
+            resolved = self.resolve_memory()
         direct = None if self.llm is None else self._client()
         answering = direct
         if meter is not None and direct is not None:
@@ -206,20 +215,17 @@ class AgentSpec:
         dataset: str | None = None,
         dataset_sha256: str | None = None,
         search_k: int = SEARCH_K,
+        provenance: MemoryProvenance | None = None,
     ) -> RunIdentity:
         """The :class:`~himga.eval.RunIdentity` of evaluating ``agent`` (default: a new
         :meth:`build`) built from this spec, with the judge, dataset and search depth
-        the caller knows.
-
-        The memory's provenance covers both the module the spec names and the
-        module of the memory's class (a factory may live apart from the class).
+        the caller knows, and the memory's ``provenance`` when the caller has it
+        (default: :meth:`provenance`, computed here).
         """
         built = agent if agent is not None else self.build()
-        resolved_target = self.resolve_memory().target
-        provenance = memory_provenance(
-            [resolved_target.partition(":")[0].strip(), type(built.memory).__module__]
-        )
-        identity = run_identity(
+        if provenance is None:
+            provenance = self.provenance(built.memory)
+        return run_identity(
             built,
             memory_spec=self.memory,
             memory_arguments=self.memory_arguments,
@@ -227,10 +233,15 @@ class AgentSpec:
             dataset=dataset,
             dataset_sha256=dataset_sha256,
             search_k=search_k,
+            provenance=provenance,
         )
-        return dataclasses.replace(
-            identity,
-            memory_distribution=provenance.distribution,
-            memory_version=provenance.version,
-            memory_source_sha256=provenance.source_sha256,
-        )
+
+    def provenance(
+        self, memory: BaseMemory, resolved: ResolvedMemory | None = None
+    ) -> MemoryProvenance:
+        """The provenance of ``memory``, built from this spec: it covers both the module
+        the spec names and the module of the memory's class (a factory may live apart
+        from the class). ``resolved`` is this spec's memory when the caller has resolved
+        it already (default: :meth:`resolve_memory`)."""
+        target = (resolved if resolved is not None else self.resolve_memory()).target
+        return memory_provenance([target.partition(":")[0].strip(), type(memory).__module__])

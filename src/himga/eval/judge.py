@@ -19,6 +19,7 @@ import hashlib
 import json
 import math
 from collections.abc import Mapping, MutableMapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from tqdm.auto import tqdm
@@ -166,6 +167,88 @@ def offline_judge_responder(messages: list[ChatMessage]) -> str:
     return offline_responder(messages)
 
 
+@dataclass
+class _Requests:
+    """What judging ``results`` asks, before anything is asked: per result (by index) its
+    judge and the cache key of each of its requests, in order (``plans``); each distinct
+    request by key (``requests``; identical ones are asked once); the hash of every
+    prompt template used (``used``); and the results that cannot be judged, with why
+    (``errors``)."""
+
+    plans: dict[int, tuple[Judge, list[str]]] = field(default_factory=dict)
+    requests: dict[str, JudgeRequest] = field(default_factory=dict)
+    used: dict[str, str] = field(default_factory=dict)
+    errors: dict[int, str] = field(default_factory=dict)
+
+
+def _requests(results: Sequence[EvalResult], llm: LLMClient, prompt: str) -> _Requests:
+    """The requests of judging ``results`` with ``llm`` under the judge prompt ``prompt``."""
+    found = _Requests()
+    for index, result in enumerate(results):
+        if result.prediction is None:
+            found.errors[index] = (
+                f"not judged: no prediction ({result.error or 'run without an LLM'})"
+            )
+            continue
+        try:
+            judge = _judge_of(result, prompt)
+        except UnjudgeableError as exc:
+            found.errors[index] = str(exc)
+            continue
+        try:
+            # A plug-in's judge is foreign code: its failure is this question's error.
+            asked = [(r, judge.prompts[r.prompt]) for r in judge.requests(result)]
+        except Exception as exc:
+            found.errors[index] = f"judge of {result.dataset!r} failed: {type(exc).__name__}: {exc}"
+            continue
+        keys = []
+        for request, template in asked:
+            found.used.update(prompt_hashes({request.prompt: template}))
+            key = _cache_key(llm, request.text)
+            found.requests.setdefault(key, request)
+            keys.append(key)
+        found.plans[index] = (judge, keys)
+    return found
+
+
+@dataclass(frozen=True)
+class _Asker:
+    """Asks judge requests of ``llm``, at most as many at once as ``slots`` lets, keeping
+    each parsed verdict in ``cache`` and each failure in ``failures`` (by request key),
+    and counting each request done on ``progress``."""
+
+    llm: LLMClient
+    cache: MutableMapping[str, Any]
+    slots: asyncio.Semaphore
+    progress: Any
+    failures: dict[str, str] = field(default_factory=dict)
+
+    async def ask(self, key: str, request: JudgeRequest, judge: Judge) -> None:
+        """Ask ``request`` unless the cache has its verdict, and parse the reply with
+        ``judge``; a failed call or an unparseable verdict is kept in ``failures``."""
+        try:
+            if key not in self.cache:
+                async with self.slots:
+                    completion = await self.llm.achat(
+                        [{"role": "user", "content": request.text}],
+                        max_tokens=request.max_tokens,
+                    )
+                try:
+                    self.cache[key] = judge.parse(request, completion.text)
+                except UnjudgeableError:
+                    # An unusable reply must not be served again from the LLM cache.
+                    if isinstance(self.llm, CachingLLMClient):
+                        self.llm.forget(
+                            [{"role": "user", "content": request.text}],
+                            max_tokens=request.max_tokens,
+                        )
+                    raise
+        except Exception as exc:  # a failed call or an unparseable verdict: an error
+            self.failures[key] = f"{type(exc).__name__}: {exc}"
+        finally:
+            self.progress.update(1)
+
+
 async def abatch_judge(
     results: Sequence[EvalResult],
     *,
@@ -177,74 +260,47 @@ async def abatch_judge(
 ) -> JudgeScores:
     """The coroutine behind :func:`batch_judge`, for callers already inside an event loop."""
     cache = {} if cache is None else cache
-    scores = [math.nan] * len(results)
-    errors: dict[int, str] = {}
-    used: dict[str, str] = {}
-    # Per result: its judge and the cache key of each of its requests, in order.
-    plans: dict[int, tuple[Judge, list[str]]] = {}
-    requests: dict[str, JudgeRequest] = {}
-    for index, result in enumerate(results):
-        if result.prediction is None:
-            errors[index] = f"not judged: no prediction ({result.error or 'run without an LLM'})"
-            continue
-        try:
-            judge = _judge_of(result, prompt)
-        except UnjudgeableError as exc:
-            errors[index] = str(exc)
-            continue
-        try:
-            # A plug-in's judge is foreign code: its failure is this question's error.
-            asked = [(r, judge.prompts[r.prompt]) for r in judge.requests(result)]
-        except Exception as exc:
-            errors[index] = f"judge of {result.dataset!r} failed: {type(exc).__name__}: {exc}"
-            continue
-        keys = []
-        for request, template in asked:
-            used.update(prompt_hashes({request.prompt: template}))
-            key = _cache_key(llm, request.text)
-            requests.setdefault(key, request)
-            keys.append(key)
-        plans[index] = (judge, keys)
-    owner = {key: judge for judge, keys in plans.values() for key in keys}
-
+    found = _requests(results, llm, prompt)
+    # The judge that parses a request's reply: a request asked by two results is one
+    # request, of one judge (its key covers the text, which the judge's prompt made).
+    owner = {key: judge for judge, keys in found.plans.values() for key in keys}
     limit = llm.max_concurrency if max_concurrency is None else max_concurrency
     if limit < 1:
         raise ValueError(f"max_concurrency must be >= 1, got {limit}")
-    slots = asyncio.Semaphore(limit)
     # None: tqdm draws only on a terminal, so a log or a pipe gets no bar (as eval's).
     quiet = None if show_progress else True
-    progress = tqdm(total=len(requests), disable=quiet, unit="q", desc="judge")
-    failures: dict[str, str] = {}
-
-    async def ask(key: str) -> None:
-        request = requests[key]
-        try:
-            if key not in cache:
-                async with slots:
-                    completion = await llm.achat(
-                        [{"role": "user", "content": request.text}],
-                        max_tokens=request.max_tokens,
-                    )
-                try:
-                    cache[key] = owner[key].parse(request, completion.text)
-                except UnjudgeableError:
-                    # An unusable reply must not be served again from the LLM cache.
-                    if isinstance(llm, CachingLLMClient):
-                        llm.forget(
-                            [{"role": "user", "content": request.text}],
-                            max_tokens=request.max_tokens,
-                        )
-                    raise
-        except Exception as exc:  # a failed call or an unparseable verdict: an error
-            failures[key] = f"{type(exc).__name__}: {exc}"
-        finally:
-            progress.update(1)
-
+    progress = tqdm(total=len(found.requests), disable=quiet, unit="q", desc="judge")
+    asker = _Asker(llm, cache, asyncio.Semaphore(limit), progress)
     try:
-        await asyncio.gather(*(ask(key) for key in requests))
+        await asyncio.gather(
+            *(asker.ask(key, request, owner[key]) for key, request in found.requests.items())
+        )
     finally:
         progress.close()
-    for index, (judge, keys) in plans.items():
+    scores, errors = _scores(results, found, asker.failures, cache)
+    temperature = llm.temperature if isinstance(llm, HasTemperature) else None
+    return JudgeScores(
+        scores,
+        provider=llm.provider,
+        model=llm.model,
+        temperature=temperature if isinstance(temperature, (int, float)) else None,
+        prompt_hashes=found.used,
+        errors=errors,
+    )
+
+
+def _scores(
+    results: Sequence[EvalResult],
+    found: _Requests,
+    failures: Mapping[str, str],
+    cache: Mapping[str, Any],
+) -> tuple[list[float], dict[int, str]]:
+    """Each result's score from its judge's parsed verdicts (NaN when it has none), and
+    the errors by index: those found before asking, then the first failed request of a
+    result, or its judge's failure to score its verdicts."""
+    scores = [math.nan] * len(results)
+    errors = dict(found.errors)
+    for index, (judge, keys) in found.plans.items():
         failed = [failures[key] for key in keys if key in failures]
         if failed:
             errors[index] = failed[0]
@@ -254,15 +310,7 @@ async def abatch_judge(
             scores[index] = judge.score(results[index], parsed)
         except Exception as exc:  # a judge that cannot score its own verdicts: an error
             errors[index] = f"{type(exc).__name__}: {exc}"
-    temperature = llm.temperature if isinstance(llm, HasTemperature) else None
-    return JudgeScores(
-        scores,
-        provider=llm.provider,
-        model=llm.model,
-        temperature=temperature if isinstance(temperature, (int, float)) else None,
-        prompt_hashes=used,
-        errors=errors,
-    )
+    return scores, errors
 
 
 def batch_judge(

@@ -11,11 +11,11 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import himga
 from himga._errors import HimgaError
-from himga.agent import prompt_hashes
+from himga.agent import BaseAgent, prompt_hashes
 from himga.benchmarks._judge_prompts import OFFICIAL
 from himga.data.schema import Sample
 from himga.eval import (
@@ -47,7 +47,7 @@ from himga.llm import (
     LLMConfigError,
 )
 from himga.llm._client import public_url
-from himga.memory import BaseMemory, memory_provenance, resolve_memory
+from himga.memory import BaseMemory, MemoryProvenance, ResolvedMemory, resolve_memory
 from himga.metering import CALLS_FILE, CallLog, CostSummary, ProxyCall, RunMeter, read_calls
 from himga.runs._journal import read_legacy_verdicts
 from himga.runs._judge import carried_judges, judge_entry, judge_into_record
@@ -55,11 +55,16 @@ from himga.runs._manifest import CostsInfo, DatasetInfo, Manifest, MemoryInfo, S
 from himga.runs._preflight import PreflightReport, preflight
 from himga.runs._rundir import PLAN, RunDir, RunDirError, RunReadError
 
+if TYPE_CHECKING:
+    from himga.benchmarks import Benchmark
+    from himga.data import QuestionSubset, Resolution
+
 __all__ = [
     "ArmError",
     "EvalRequest",
     "PreflightFailedError",
     "RunOutcome",
+    "RunPlan",
     "default_run_directory",
     "evaluate_run",
 ]
@@ -248,12 +253,64 @@ def evaluate_run(request: EvalRequest, *, notify: Callable[[str], None] = _silen
             log.close()
 
 
+@dataclass(frozen=True)
+class RunPlan:
+    """A run resolved from its :class:`EvalRequest` once, before its directory is touched.
+
+    Every value the run needs more than once is here, computed a single time: the
+    resolved ``memory`` spec and its ``provenance`` (the source hash), the pre-flight
+    ``report`` (``None`` when skipped), the agent's ``spec``, the built ``agent`` and
+    ``create_memory`` (its fresh-memory factory), the ``judge_llm`` (``None`` when the
+    run does not judge; ``judge_apart`` when it is not the answerer), the
+    ``benchmark`` looked up by name, the ``dataset`` resolved and its ``dataset_sha256``,
+    the question ``subset`` (``None``: all), the ``samples`` to evaluate (limited,
+    subset and shard applied; ``covered`` is what they covered before the shard), the
+    run directory ``out`` and the run ``identity``. ``started_at`` / ``started`` are
+    when the run began (UTC ISO time, :func:`time.perf_counter`).
+    """
+
+    request: EvalRequest
+    started_at: str
+    started: float
+    subset: QuestionSubset | None
+    memory: ResolvedMemory
+    report: PreflightReport | None
+    spec: AgentSpec
+    agent: BaseAgent
+    create_memory: Callable[[], BaseMemory]
+    judge_llm: LLMClient | None
+    judge_apart: bool
+    benchmark: Benchmark
+    dataset: Resolution
+    dataset_sha256: str
+    samples: list[Sample]
+    covered: list[dict[str, Any]]
+    out: Path
+    provenance: MemoryProvenance
+    identity: RunIdentity
+
+    @property
+    def keys(self) -> set[tuple[str, str]]:
+        """The (sample id, question id) of every question the run is to answer."""
+        return {(s.sample_id, qa.question_id) for s in self.samples for qa in s.qa_pairs}
+
+
 def _evaluate(
     request: EvalRequest, notify: Callable[[str], None], meter: RunMeter, log: CallLog
 ) -> RunOutcome:
-    from himga.benchmarks import get_benchmark, load_dataset, resolve_dataset
+    """Plan the run once, then carry it out into its run directory."""
+    return _execute(_plan(request, notify, meter), notify, meter, log)
+
+
+def _plan(request: EvalRequest, notify: Callable[[str], None], meter: RunMeter) -> RunPlan:
+    """Resolve ``request`` into a :class:`RunPlan`; nothing is written into the run directory.
+
+    The order is the order of the failures a user sees: the cheap ones (the judge's
+    options, the question file, the arm, the memory spec, pre-flight, API keys)
+    before the dataset is read or fetched.
+    """
+    from himga.benchmarks import get_benchmark
     from himga.data import QuestionSubset
-    from himga.eval.judge import prompt_hashes as judge_prompt_hashes
 
     started_at = _now()
     started = time.perf_counter()
@@ -264,8 +321,47 @@ def _evaluate(
             f"the oracle arm answers from each question's gold evidence turns, not from a "
             f"memory: use it with --memory null, not {request.memory!r}"
         )
-    # Cheap failures (memory spec, pre-flight, API key) before the dataset is read or fetched.
     resolved = resolve_memory(request.memory, request.memory_arguments)
+    report = _preflight(request, resolved, notify, meter) if request.preflight else None
+    spec, agent, create_memory, judge_llm = _assemble(request, resolved, apart, meter)
+    # A plug-in benchmark's refused metrics fail the run now, not once it is all answered.
+    metrics_of(request.dataset)
+    # Looked up before the dataset is resolved, which looks it up first too: an unknown
+    # name fails with the same error at the same point.
+    benchmark = get_benchmark(request.dataset)
+    dataset, dataset_sha256, samples, covered = _samples(request, benchmark, subset, notify)
+    provenance = spec.provenance(agent.memory, resolved)
+    identity = _identity(
+        request, spec, agent, judge_llm, benchmark, dataset_sha256, subset, provenance
+    )
+    return RunPlan(
+        request=request,
+        started_at=started_at,
+        started=started,
+        subset=subset,
+        memory=resolved,
+        report=report,
+        spec=spec,
+        agent=agent,
+        create_memory=create_memory,
+        judge_llm=judge_llm,
+        judge_apart=apart is not None,
+        benchmark=benchmark,
+        dataset=dataset,
+        dataset_sha256=dataset_sha256,
+        samples=samples,
+        covered=covered,
+        out=request.out or default_run_directory(started_at),
+        provenance=provenance,
+        identity=identity,
+    )
+
+
+def _preflight(
+    request: EvalRequest, resolved: ResolvedMemory, notify: Callable[[str], None], meter: RunMeter
+) -> PreflightReport:
+    """Pre-flight the memory, its model calls metered; :class:`PreflightFailedError` if it
+    fails, a note through ``notify`` if it checked only part of the contract."""
 
     def routed() -> BaseMemory:
         memory = resolved.factory()
@@ -274,20 +370,25 @@ def _evaluate(
 
     # Pre-flight's reproducer names the factory it checks: the user's, not this wrapper.
     functools.update_wrapper(routed, resolved.factory, updated=())
+    with meter.phase("preflight"):
+        report = preflight(
+            dataclasses.replace(resolved, factory=routed),
+            timeout=request.memory_timeout,
+            announce=notify,
+        )
+    if report.failed is not None:
+        raise PreflightFailedError(report)
+    if report.limited:
+        checked = ", ".join(report.checked) or "nothing"
+        notify(f"pre-flight: only {checked} checked ({report.limited})")
+    return report
 
-    report = None
-    if request.preflight:
-        with meter.phase("preflight"):
-            report = preflight(
-                dataclasses.replace(resolved, factory=routed),
-                timeout=request.memory_timeout,
-                announce=notify,
-            )
-        if report.failed is not None:
-            raise PreflightFailedError(report)
-        if report.limited:
-            checked = ", ".join(report.checked) or "nothing"
-            notify(f"pre-flight: only {checked} checked ({report.limited})")
+
+def _assemble(
+    request: EvalRequest, resolved: ResolvedMemory, apart: AgentSpec | None, meter: RunMeter
+) -> tuple[AgentSpec, BaseAgent, Callable[[], BaseMemory], LLMClient | None]:
+    """The agent's spec, the agent built from it with every model call metered, its
+    fresh-memory factory, and the judging client (``None`` when the run does not judge)."""
     # The Ray workers open the same cache file, so a re-run is answered from it there too.
     spec = AgentSpec(
         memory=request.memory,
@@ -300,16 +401,26 @@ def _evaluate(
     # meter's proxies (the answering and judging client's, the memory's), and a memory
     # that builds with an LLM (MAGMA) given the run's provider, model and cache; so is
     # the fresh memory that replaces one stuck in a timed-out call.
-    agent, create_memory = spec.assemble(meter)
-    llm = agent.llm
-    memory = agent.memory
-    judging = llm is not None and request.judge is not False
-    judge_llm = llm
-    if apart is not None and judging:
+    agent, create_memory = spec.assemble(meter, resolved)
+    if agent.llm is None or request.judge is False:
+        return spec, agent, create_memory, None
+    if apart is not None:
         # Its calls go through a proxy of their own when it calls another upstream.
-        judge_llm = apart.metered_llm(meter.judge_upstream)
-    # A plug-in benchmark's refused metrics fail the run now, not once it is all answered.
-    metrics_of(request.dataset)
+        return spec, agent, create_memory, apart.metered_llm(meter.judge_upstream)
+    return spec, agent, create_memory, agent.llm
+
+
+def _samples(
+    request: EvalRequest,
+    benchmark: Benchmark,
+    subset: QuestionSubset | None,
+    notify: Callable[[str], None],
+) -> tuple[Resolution, str, list[Sample], list[dict[str, Any]]]:
+    """The dataset resolved, its checksum, the samples to evaluate (``--limit``, the
+    question subset and the shard applied) and what they cover before the shard (what
+    every shard writes, so a merge can tell a missing question)."""
+    from himga.benchmarks import load_dataset, resolve_dataset
+
     resolution = resolve_dataset(request.dataset, path=request.data_path)
     dataset_sha256 = _dataset_checksum(resolution.path)
     samples = load_dataset(request.dataset, path=resolution.path, limit=request.limit)
@@ -318,19 +429,34 @@ def _evaluate(
         samples = subset.select(samples, where)
     covered = coverage(samples)
     if request.limit is not None and subset is None:
-        note = _category_note(request.limit, get_benchmark(request.dataset).categories, samples)
+        note = _category_note(request.limit, benchmark.categories, samples)
         if note:
             notify(note)
     if request.shard is not None:
         samples = request.shard.select(samples)
-    out = request.out or default_run_directory(started_at)
+    return resolution, dataset_sha256, samples, covered
+
+
+def _identity(
+    request: EvalRequest,
+    spec: AgentSpec,
+    agent: BaseAgent,
+    judge_llm: LLMClient | None,
+    benchmark: Benchmark,
+    dataset_sha256: str,
+    subset: QuestionSubset | None,
+    provenance: MemoryProvenance,
+) -> RunIdentity:
+    """What identifies the run (a resume of another is refused): the agent, the judge and
+    its prompts, the dataset, the search depth, the question subset and the arm."""
+    from himga.eval.judge import prompt_hashes as judge_prompt_hashes
+
     judge_identity = None
-    benchmark_judge = get_benchmark(request.dataset).judge
-    if judge_llm is not None and judging:
+    if judge_llm is not None:
         judge_identity = {
             **llm_identity(judge_llm),
             "prompt_hashes": judge_prompt_hashes(
-                benchmark_judge.prompts if benchmark_judge else {}
+                benchmark.judge.prompts if benchmark.judge else {}
             ),
         }
     identity = spec.run_identity(
@@ -339,138 +465,199 @@ def _evaluate(
         dataset=request.dataset,
         dataset_sha256=dataset_sha256,
         search_k=request.search_k,
+        provenance=provenance,
     )
-    identity = dataclasses.replace(
+    return dataclasses.replace(
         identity, questions=None if subset is None else subset.sha256, arm=request.arm
     )
-    with RunDir(out) as run_dir:
+
+
+def _execute(
+    plan: RunPlan, notify: Callable[[str], None], meter: RunMeter, log: CallLog
+) -> RunOutcome:
+    """Carry out ``plan`` in its run directory: answer, judge, then write the results,
+    the metrics and the manifest, in that order."""
+    request = plan.request
+    with RunDir(plan.out) as run_dir:
         run_dir.claim(resume=request.resume, fresh=request.fresh)
         log.open(run_dir.file(CALLS_FILE))
-        keys = {(s.sample_id, qa.question_id) for s in samples for qa in s.qa_pairs}
-        resumed = _resumable(run_dir, identity, keys) if request.resume else 0
+        keys = plan.keys
+        resumed = _resumable(run_dir, plan.identity, keys) if request.resume else 0
         # What the checkpoint alone cannot tell a reader while the run is under way (or
         # after it was killed): how many questions it is to answer, and since when.
-        run_dir.write_json(PLAN, {"questions": len(keys), "started_at": started_at})
+        run_dir.write_json(PLAN, {"questions": len(keys), "started_at": plan.started_at})
         if request.shard is not None:
-            run_dir.write_json("shard.json", {"shard": str(request.shard), "covers": covered})
-        options = EvalOptions(
-            show_progress=request.show_progress,
-            checkpoint=run_dir.checkpoint,
-            memory_timeout=request.memory_timeout,
-            identity=identity,
-            search_k=request.search_k,
-            arm=request.arm,
-        )
-        try:
-            if request.ray is not None:
-                # Each worker meters its own agent's calls and returns them with its
-                # sample's results; they are appended to calls.jsonl here.
-                executor = _ray_executor(request, on_call=log)
-                results = run_eval(samples, agent=spec, options=options, executor=executor)
-            else:
-                local = dataclasses.replace(
-                    options,
-                    max_concurrency=request.concurrency,
-                    memory_factory=create_memory,
-                    memory_meter=meter,
-                )
-                with meter.answer_phase("answering"):
-                    results = run_eval(samples, agent=agent, options=local)
-        except CheckpointMismatchError as exc:
-            raise RunDirError(f"{exc}; rerun with --fresh to start over in {out}") from exc
-        judge: JudgeScores | None = None
-        if judge_llm is not None and judging:
-            # Verdicts are appended to verdicts.jsonl as each arrives, so a resumed run
-            # re-asks none: those gathered before an interrupt, a failure or kill -9 too
-            # (a run from before the record: its judge_cache.json and journal).
-            with meter.answer_phase("judging"):
-                judge, _ = judge_into_record(
-                    run_dir,
-                    results,
-                    judge_llm,
-                    known=read_legacy_verdicts(run_dir.path, notify),
-                    notify=notify,
-                    show_progress=request.show_progress,
-                    max_concurrency=request.concurrency,
-                )
+            run_dir.write_json("shard.json", {"shard": str(request.shard), "covers": plan.covered})
+        results = _answer(plan, run_dir, meter, log)
+        judge = _judge_answers(plan, run_dir, results, meter, notify)
         # Every call answered is in the log before it is read; a call the log could not
         # write (full disk) fails the run here, on this thread.
         meter.settle()
         log.check()
         metrics = compute_metrics(results, judge)
-        wall = time.perf_counter() - started
+        wall = time.perf_counter() - plan.started
         checksum = run_dir.write_results(_records(results, judge))
         run_dir.write_json("metrics.json", metrics)
-        provenance = memory_provenance(
-            [resolved.target.partition(":")[0].strip(), type(memory).__module__]
-        )
-        prompts: dict[str, Any] = {"answer": prompt_hashes()}
-        if judge is not None:
-            prompts["judge"] = judge.prompt_hashes
-        arguments = dict(request.arguments or _arguments(request))
-        arguments["judge"] = judge is not None
-        if request.judge_base_url is not None:  # as every base URL: no user info, no query
-            arguments["judge_base_url"] = public_url(request.judge_base_url)
-        manifest = Manifest(
-            himga_version=himga.__version__,
-            arguments=arguments,
-            started_at=started_at,
-            finished_at=_now(),
-            wall_time_s=round(wall, 3),
-            dataset=DatasetInfo(
-                name=request.dataset,
-                path=str(resolution.path),
-                sha256=dataset_sha256,
-                limit=request.limit,
-                samples=len(samples),
-                questions=len(results),
-            ),
-            memory=MemoryInfo(
-                spec=request.memory,
-                target=resolved.target,
-                arguments=identity.memory_arguments,
-                class_name=f"{type(memory).__module__}:{type(memory).__qualname__}",
-                repr=memory_config(memory),
-                distribution=provenance.distribution,
-                version=provenance.version,
-                source_sha256=provenance.source_sha256,
-                source_files=len(provenance.files),
-                timeout_s=request.memory_timeout,
-            ),
-            preflight=None if report is None else report.describe(),
-            run_identity=identity.fingerprint,
-            shard=None
-            if request.shard is None
-            else ShardInfo(request.shard.index, request.shard.count),
-            resumed=resumed,
-            llm=_describe_llm(llm, meter.answer_endpoint, request.concurrency),
-            prompt_hashes=prompts,
-            judge=None
-            if judge is None
-            else {
-                **judge.describe(),
-                "base_url": meter.judge_endpoint or meter.answer_endpoint,
-                "apart": apart is not None,
-            },
-            judges=_judges(run_dir, results, judge, meter.judge_endpoint or meter.answer_endpoint),
-            tokens={
-                "answer_input": sum(r.input_tokens for r in results),
-                "answer_output": sum(r.output_tokens for r in results),
-                "client_usage_this_invocation": _usage(llm),
-            },
-            counts=metrics["counts"],
-            python=platform.python_version(),
-            platform=platform.platform(),
-            results_sha256=checksum,
-            costs=_costs(run_dir, meter),
-            questions=None
-            if subset is None
-            else {"file": str(subset.path), "ids": len(subset.ids), "sha256": subset.sha256},
-            history=_history(run_dir, notify) if request.resume else (),
-            arm=request.arm,
+        manifest = _manifest(
+            plan, run_dir, meter, notify, _Outputs(results, judge, metrics, checksum, resumed), wall
         )
         run_dir.write_manifest(manifest)
-    return RunOutcome(out, manifest, metrics, results, resumed, len(keys))
+    return RunOutcome(plan.out, manifest, metrics, results, resumed, len(keys))
+
+
+def _answer(plan: RunPlan, run_dir: RunDir, meter: RunMeter, log: CallLog) -> list[EvalResult]:
+    """Every planned question answered (those the checkpoint holds: kept), here or on Ray."""
+    request = plan.request
+    options = EvalOptions(
+        show_progress=request.show_progress,
+        checkpoint=run_dir.checkpoint,
+        memory_timeout=request.memory_timeout,
+        identity=plan.identity,
+        search_k=request.search_k,
+        arm=request.arm,
+    )
+    try:
+        if request.ray is not None:
+            # Each worker meters its own agent's calls and returns them with its
+            # sample's results; they are appended to calls.jsonl here.
+            executor = _ray_executor(request, on_call=log)
+            return run_eval(plan.samples, agent=plan.spec, options=options, executor=executor)
+        local = dataclasses.replace(
+            options,
+            max_concurrency=request.concurrency,
+            memory_factory=plan.create_memory,
+            memory_meter=meter,
+        )
+        with meter.answer_phase("answering"):
+            return run_eval(plan.samples, agent=plan.agent, options=local)
+    except CheckpointMismatchError as exc:
+        raise RunDirError(f"{exc}; rerun with --fresh to start over in {plan.out}") from exc
+
+
+def _judge_answers(
+    plan: RunPlan,
+    run_dir: RunDir,
+    results: list[EvalResult],
+    meter: RunMeter,
+    notify: Callable[[str], None],
+) -> JudgeScores | None:
+    """The judge's scores of ``results``, ``None`` when the run does not judge."""
+    if plan.judge_llm is None:
+        return None
+    # Verdicts are appended to verdicts.jsonl as each arrives, so a resumed run
+    # re-asks none: those gathered before an interrupt, a failure or kill -9 too
+    # (a run from before the record: its judge_cache.json and journal).
+    with meter.answer_phase("judging"):
+        judge, _ = judge_into_record(
+            run_dir,
+            results,
+            plan.judge_llm,
+            known=read_legacy_verdicts(run_dir.path, notify),
+            notify=notify,
+            show_progress=plan.request.show_progress,
+            max_concurrency=plan.request.concurrency,
+        )
+    return judge
+
+
+@dataclass(frozen=True)
+class _Outputs:
+    """What a run produced, for its manifest: the ``results``, the ``judge``'s scores, the
+    ``metrics``, the ``checksum`` of ``results.jsonl``, and how many were ``resumed``."""
+
+    results: list[EvalResult]
+    judge: JudgeScores | None
+    metrics: dict[str, Any]
+    checksum: str
+    resumed: int
+
+
+def _manifest(
+    plan: RunPlan,
+    run_dir: RunDir,
+    meter: RunMeter,
+    notify: Callable[[str], None],
+    outputs: _Outputs,
+    wall: float,
+) -> Manifest:
+    """The run's ``manifest.json``. Its fields are computed in the order they are listed:
+    ``judges`` and ``costs`` read the run directory, ``history`` may tell ``notify``."""
+    request, results, judge, subset = plan.request, outputs.results, outputs.judge, plan.subset
+    llm = plan.agent.llm
+    prompts: dict[str, Any] = {"answer": prompt_hashes()}
+    if judge is not None:
+        prompts["judge"] = judge.prompt_hashes
+    judge_url = meter.judge_endpoint or meter.answer_endpoint
+    return Manifest(
+        himga_version=himga.__version__,
+        arguments=_recorded_arguments(request, judged=judge is not None),
+        started_at=plan.started_at,
+        finished_at=_now(),
+        wall_time_s=round(wall, 3),
+        dataset=DatasetInfo(
+            name=request.dataset,
+            path=str(plan.dataset.path),
+            sha256=plan.dataset_sha256,
+            limit=request.limit,
+            samples=len(plan.samples),
+            questions=len(results),
+        ),
+        memory=_memory_info(plan),
+        preflight=None if plan.report is None else plan.report.describe(),
+        run_identity=plan.identity.fingerprint,
+        shard=None
+        if request.shard is None
+        else ShardInfo(request.shard.index, request.shard.count),
+        resumed=outputs.resumed,
+        llm=_describe_llm(llm, meter.answer_endpoint, request.concurrency),
+        prompt_hashes=prompts,
+        judge=None
+        if judge is None
+        else {**judge.describe(), "base_url": judge_url, "apart": plan.judge_apart},
+        judges=_judges(run_dir, results, judge, judge_url),
+        tokens={
+            "answer_input": sum(r.input_tokens for r in results),
+            "answer_output": sum(r.output_tokens for r in results),
+            "client_usage_this_invocation": _usage(llm),
+        },
+        counts=outputs.metrics["counts"],
+        python=platform.python_version(),
+        platform=platform.platform(),
+        results_sha256=outputs.checksum,
+        costs=_costs(run_dir, meter),
+        questions=None
+        if subset is None
+        else {"file": str(subset.path), "ids": len(subset.ids), "sha256": subset.sha256},
+        history=_history(run_dir, notify) if request.resume else (),
+        arm=request.arm,
+    )
+
+
+def _recorded_arguments(request: EvalRequest, *, judged: bool) -> dict[str, Any]:
+    """The manifest's ``arguments``: the invocation, whether it judged, and the judge's
+    server as every base URL is recorded (no user info, no query)."""
+    arguments = dict(request.arguments or _arguments(request))
+    arguments["judge"] = judged
+    if request.judge_base_url is not None:
+        arguments["judge_base_url"] = public_url(request.judge_base_url)
+    return arguments
+
+
+def _memory_info(plan: RunPlan) -> MemoryInfo:
+    """The manifest's ``memory``: the spec, what it resolved to and the code it came from."""
+    memory = plan.agent.memory
+    return MemoryInfo(
+        spec=plan.request.memory,
+        target=plan.memory.target,
+        arguments=plan.identity.memory_arguments,
+        class_name=f"{type(memory).__module__}:{type(memory).__qualname__}",
+        repr=memory_config(memory),
+        distribution=plan.provenance.distribution,
+        version=plan.provenance.version,
+        source_sha256=plan.provenance.source_sha256,
+        source_files=len(plan.provenance.files),
+        timeout_s=plan.request.memory_timeout,
+    )
 
 
 def _category_note(limit: int, categories: Sequence[str], samples: Sequence[Sample]) -> str:

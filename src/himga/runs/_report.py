@@ -36,100 +36,13 @@ def render_report(
     if isinstance(run, PartialRun):
         return _render_partial(run, table, figure)
     manifest = run.manifest.to_dict()
-    memory = manifest["memory"]
-    dataset = manifest["dataset"]
-    llm = manifest["llm"]
-    judge = manifest["judge"]
-    tokens = manifest["tokens"]
-    counts = run.metrics.get("counts", {})
-    arguments = memory.get("arguments") or {}
-    given = ", ".join(f"`{k}={v!r}`" for k, v in arguments.items()) or "no arguments"
-    provider = (
-        f"distribution {memory['distribution']} {memory.get('version')}"
-        if memory.get("distribution")
-        else "no installed distribution (a local module)"
-    )
-    what = [
-        *_arm_sentence(run),
-        f"Memory `{memory.get('spec')}` (`{memory.get('target', memory.get('class'))}`, "
-        f"{given}), an instance of `{memory.get('class')}` whose repr is "
-        f"`{memory.get('repr')}`, provided by {provider}; its source "
-        f"({_count(memory.get('source_files'))} files) hashes to "
-        f"`{str(memory.get('source_sha256'))[:16]}…`.",
-    ]
-    if llm is None:
-        what.append("No LLM: the run measured retrieval only (nothing was answered or judged).")
-    else:
-        what.append(
-            f"Answers by {llm.get('provider')} model `{llm.get('model')}` "
-            f"(temperature {llm.get('temperature')}, {llm.get('max_concurrency')} calls in "
-            f"flight, base URL {llm.get('base_url')})."
-        )
-        if judge is None:
-            what.append("The answers were not judged.")
-        else:
-            what.append(
-                f"Judged by {judge.get('provider')} model `{judge.get('model')}` "
-                f"({judge.get('errors')} judge errors)."
-            )
-    preflight = manifest.get("preflight")
-    if preflight is None:
-        what.append("Pre-flight was skipped (`--no-preflight`).")
-    else:
-        what.append(
-            f"Pre-flight passed {', '.join(preflight.get('checked', []))} in "
-            f"{preflight.get('seconds')} s"
-            + (f" ({preflight['limited']})." if preflight.get("limited") else ".")
-        )
-    on_what = (
-        f"Dataset `{dataset.get('name')}` at `{dataset.get('path')}` (sha256 "
-        f"`{dataset.get('sha256')}`): {_count(dataset.get('samples'))} samples, "
-        f"{_count(dataset.get('questions'))} questions"
-        + (f" (`--limit {dataset['limit']}`)." if dataset.get("limit") else ".")
-    )
-    subset = manifest.get("questions")
-    if isinstance(subset, dict):
-        on_what += (
-            f" Only the {_count(subset.get('ids'))} questions of `{subset.get('file')}` "
-            f"(`--questions`; id set sha256 `{str(subset.get('sha256'))[:16]}…`)."
-        )
-    when = (
-        f"Started {manifest.get('started_at')}, finished {manifest.get('finished_at')} "
-        f"({manifest.get('wall_time_s')} s wall) with himga {manifest.get('himga_version')} "
-        f"on Python {manifest.get('python')} ({manifest.get('platform')}); "
-        f"{_count(manifest.get('resumed', 0))} results resumed from a checkpoint. "
-        f"Run identity `{manifest.get('run_identity')}`."
-    )
-    for number, earlier in enumerate(run.manifest.history, start=1):
-        when += (
-            f" Invocation {number} before it (its manifest is kept in `history`): started "
-            f"{earlier.get('started_at')}, finished {earlier.get('finished_at')} "
-            f"({earlier.get('wall_time_s')} s wall), {_count(earlier.get('resumed', 0))} "
-            "results resumed."
-        )
-    usage = tokens.get("client_usage_this_invocation") or {}
-    cost = (
-        f"Answer tokens: {_count(tokens.get('answer_input', 0))} in, "
-        f"{_count(tokens.get('answer_output', 0))} out (summed over the results)."
-    )
-    if usage:
-        cost += (
-            f" The client counted {_count(usage.get('calls'))} calls in this invocation "
-            f"(answers and judge): {_count(usage.get('input_tokens'))} tokens in, "
-            f"{_count(usage.get('output_tokens'))} out."
-        )
-    cost += "\n\n" + _phase_costs(run.manifest.costs)
-    per_correct = format_cost_per_correct([cost_per_correct(run)])
-    if per_correct:
-        cost += "\n\n" + "\n".join(per_correct)
-    outcome = (
-        f"{_count(counts.get('questions'))} questions: {_count(counts.get('memory_errors', 0))} "
-        f"memory errors (excluded from the metrics), {_count(counts.get('answered'))} answered, "
-        f"{_count(counts.get('errors'))} LLM errors, {_count(counts.get('judged'))} judged."
-    )
+    what = _what_was_run(run, manifest)
+    on_what = _on_what(manifest)
+    when = _when(run, manifest)
+    cost = _cost(run, manifest["tokens"])
     return "\n".join(
         [
-            f"# himga run report: `{run.label}` on `{dataset.get('name')}`",
+            f"# himga run report: `{run.label}` on `{manifest['dataset'].get('name')}`",
             "",
             f"Run directory `{run.path}`.",
             "",
@@ -139,14 +52,14 @@ def render_report(
             table,
             "```",
             "",
-            outcome,
+            _outcome(run.metrics.get("counts", {})),
             *_judge_note(run.metrics),
             "",
             figure,
             "",
             "## What was run",
             "",
-            " ".join(what),
+            what,
             "",
             "## On what",
             "",
@@ -162,6 +75,128 @@ def render_report(
             "",
             *(line for section in sections for line in (section, "")),
         ]
+    )
+
+
+def _what_was_run(run: Run, manifest: Mapping[str, Any]) -> str:
+    """The "What was run" paragraph: the arm, the memory, the answering and judging
+    models, and the pre-flight."""
+    what = [*_arm_sentence(run), _memory_sentence(manifest["memory"])]
+    what += _model_sentences(manifest["llm"], manifest["judge"])
+    preflight = manifest.get("preflight")
+    if preflight is None:
+        what.append("Pre-flight was skipped (`--no-preflight`).")
+    else:
+        what.append(
+            f"Pre-flight passed {', '.join(preflight.get('checked', []))} in "
+            f"{preflight.get('seconds')} s"
+            + (f" ({preflight['limited']})." if preflight.get("limited") else ".")
+        )
+    return " ".join(what)
+
+
+def _memory_sentence(memory: Mapping[str, Any]) -> str:
+    """The memory as the manifest records it: spec, target, arguments, class, repr and
+    where its code comes from."""
+    arguments = memory.get("arguments") or {}
+    given = ", ".join(f"`{k}={v!r}`" for k, v in arguments.items()) or "no arguments"
+    provider = (
+        f"distribution {memory['distribution']} {memory.get('version')}"
+        if memory.get("distribution")
+        else "no installed distribution (a local module)"
+    )
+    return (
+        f"Memory `{memory.get('spec')}` (`{memory.get('target', memory.get('class'))}`, "
+        f"{given}), an instance of `{memory.get('class')}` whose repr is "
+        f"`{memory.get('repr')}`, provided by {provider}; its source "
+        f"({_count(memory.get('source_files'))} files) hashes to "
+        f"`{str(memory.get('source_sha256'))[:16]}…`."
+    )
+
+
+def _model_sentences(llm: Mapping[str, Any] | None, judge: Mapping[str, Any] | None) -> list[str]:
+    """Who answered and who judged (or that nothing was answered, or nothing judged)."""
+    if llm is None:
+        return ["No LLM: the run measured retrieval only (nothing was answered or judged)."]
+    answered = (
+        f"Answers by {llm.get('provider')} model `{llm.get('model')}` "
+        f"(temperature {llm.get('temperature')}, {llm.get('max_concurrency')} calls in "
+        f"flight, base URL {llm.get('base_url')})."
+    )
+    if judge is None:
+        return [answered, "The answers were not judged."]
+    return [
+        answered,
+        f"Judged by {judge.get('provider')} model `{judge.get('model')}` "
+        f"({judge.get('errors')} judge errors).",
+    ]
+
+
+def _on_what(manifest: Mapping[str, Any]) -> str:
+    """The "On what" paragraph: the dataset, its checksum and size, and the question subset."""
+    dataset = manifest["dataset"]
+    on_what = (
+        f"Dataset `{dataset.get('name')}` at `{dataset.get('path')}` (sha256 "
+        f"`{dataset.get('sha256')}`): {_count(dataset.get('samples'))} samples, "
+        f"{_count(dataset.get('questions'))} questions"
+        + (f" (`--limit {dataset['limit']}`)." if dataset.get("limit") else ".")
+    )
+    subset = manifest.get("questions")
+    if isinstance(subset, dict):
+        on_what += (
+            f" Only the {_count(subset.get('ids'))} questions of `{subset.get('file')}` "
+            f"(`--questions`; id set sha256 `{str(subset.get('sha256'))[:16]}…`)."
+        )
+    return on_what
+
+
+def _when(run: Run, manifest: Mapping[str, Any]) -> str:
+    """The "When" paragraph: this invocation's times, versions and identity, then each
+    invocation before it that the manifest's ``history`` keeps."""
+    when = (
+        f"Started {manifest.get('started_at')}, finished {manifest.get('finished_at')} "
+        f"({manifest.get('wall_time_s')} s wall) with himga {manifest.get('himga_version')} "
+        f"on Python {manifest.get('python')} ({manifest.get('platform')}); "
+        f"{_count(manifest.get('resumed', 0))} results resumed from a checkpoint. "
+        f"Run identity `{manifest.get('run_identity')}`."
+    )
+    for number, earlier in enumerate(run.manifest.history, start=1):
+        when += (
+            f" Invocation {number} before it (its manifest is kept in `history`): started "
+            f"{earlier.get('started_at')}, finished {earlier.get('finished_at')} "
+            f"({earlier.get('wall_time_s')} s wall), {_count(earlier.get('resumed', 0))} "
+            "results resumed."
+        )
+    return when
+
+
+def _cost(run: Run, tokens: Mapping[str, Any]) -> str:
+    """The "Cost" section: the answer tokens, the client's own count, the calls per phase
+    and the cost per correct answer."""
+    usage = tokens.get("client_usage_this_invocation") or {}
+    cost = (
+        f"Answer tokens: {_count(tokens.get('answer_input', 0))} in, "
+        f"{_count(tokens.get('answer_output', 0))} out (summed over the results)."
+    )
+    if usage:
+        cost += (
+            f" The client counted {_count(usage.get('calls'))} calls in this invocation "
+            f"(answers and judge): {_count(usage.get('input_tokens'))} tokens in, "
+            f"{_count(usage.get('output_tokens'))} out."
+        )
+    cost += "\n\n" + _phase_costs(run.manifest.costs)
+    per_correct = format_cost_per_correct([cost_per_correct(run)])
+    if per_correct:
+        cost += "\n\n" + "\n".join(per_correct)
+    return cost
+
+
+def _outcome(counts: Mapping[str, Any]) -> str:
+    """The counts under the table: questions, memory errors, answered, LLM errors, judged."""
+    return (
+        f"{_count(counts.get('questions'))} questions: {_count(counts.get('memory_errors', 0))} "
+        f"memory errors (excluded from the metrics), {_count(counts.get('answered'))} answered, "
+        f"{_count(counts.get('errors'))} LLM errors, {_count(counts.get('judged'))} judged."
     )
 
 
