@@ -62,7 +62,7 @@ from himga.eval import (
 from himga.eval._aggregate import question_scores
 from himga.eval._paired import DEFAULT_RESAMPLES, paired_differences
 from himga.memory import BM25Memory, DenseMemory, HiMGAMemory, HybridMemory
-from himga.runs import format_p_value, nan_if_none
+from himga.runs._compare import format_p_value, nan_if_none
 
 KS = (5, 10, 25, 50)
 OFFICIAL = ("recall_any@5", "recall_any@10", "recall_all@10", "ndcg_any@10")

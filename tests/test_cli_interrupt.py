@@ -37,9 +37,9 @@ from hypothesis import strategies as st
 import himga
 from himga._cli import _compare, _datasets, _merge, _report
 from himga.llm import ChatRequest, FakeLLMServer, LLMCache, echo_responder
-from himga.runs import JUDGE_CACHE
 from himga.runs._files import json_text, leading_entries
 from himga.runs._journal import JUDGE_JOURNAL, read_journal
+from himga.runs._rundir import JUDGE_CACHE
 from himga.runs._verdicts import VERDICTS, VerdictRecord, read_verdicts
 from tests.cli_support import QUICK, cwd, offline_cli, run_cli
 

@@ -20,9 +20,7 @@ from hypothesis import strategies as st
 
 from himga._cli import main
 from himga.runs import (
-    LOCK,
     MANIFEST_FORMAT,
-    MARKER,
     DatasetInfo,
     Manifest,
     MemoryInfo,
@@ -31,8 +29,9 @@ from himga.runs import (
     RunLockedError,
     RunReadError,
     ShardInfo,
-    write_text_atomic,
 )
+from himga.runs._files import write_text_atomic
+from himga.runs._rundir import LOCK, MARKER
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 OLD_RUNS = ("run_0_1_0_bm25", "run_0_1_0_fake_llm")

@@ -12,9 +12,6 @@ import pytest
 from himga._cli import main
 from himga.eval._checkpoint import read_checkpoint
 from himga.runs import (
-    JUDGE_CACHE,
-    JUDGE_JOURNAL,
-    PLAN,
     PartialRun,
     Run,
     RunDir,
@@ -24,6 +21,8 @@ from himga.runs import (
     run_status,
     summarize_run,
 )
+from himga.runs._journal import JUDGE_JOURNAL
+from himga.runs._rundir import JUDGE_CACHE, PLAN
 from himga.runs._verdicts import VERDICTS
 from tests.cli_support import run_cli
 from tests.view_support import KILLED_AFTER, QUESTIONS

@@ -25,11 +25,11 @@ from himga.runs import (
     compare_runs,
     format_comparison,
     format_published,
-    guard_output,
     plot_comparison,
     published_for,
 )
 from himga.runs._gold_errors import format_gold_errors, gold_error_panel
+from himga.runs._rundir import guard_output
 
 __all__ = ["register", "run"]
 

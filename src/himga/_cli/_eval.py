@@ -264,7 +264,7 @@ def _usage_error(args: argparse.Namespace) -> str | None:
             return f"--{option.replace('_', '-')} must be >= 1, got {value}"
     if args.llm_retries is not None and args.llm_retries < 0:
         return f"--llm-retries must be >= 0, got {args.llm_retries}"
-    from himga.runs import LOCK, MARKER, RUN_FILES
+    from himga.runs._rundir import LOCK, MARKER, RUN_FILES
 
     cache: Path | None = args.llm_cache
     if cache is not None:

@@ -158,7 +158,7 @@ def run(args: argparse.Namespace) -> int:
     from himga.data import DatasetError, DatasetNotFoundError, UnknownDatasetError
     from himga.eval._judge_test import run_judge_test
     from himga.llm import LLMConfigError, get_client
-    from himga.runs import write_text_atomic
+    from himga.runs._files import write_text_atomic
 
     problem = _usage_error(args)
     if problem is not None:

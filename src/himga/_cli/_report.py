@@ -25,14 +25,14 @@ from himga.runs import (
     format_arm_split,
     format_judges,
     format_published,
-    guard_output,
     load_run,
     plot_report,
     published_for,
     render_report,
-    write_text_atomic,
 )
+from himga.runs._files import write_text_atomic
 from himga.runs._gold_errors import format_gold_errors, gold_error_panel
+from himga.runs._rundir import guard_output
 
 __all__ = ["register", "run"]
 

@@ -22,8 +22,6 @@ from himga.runs._compare import (
     arm_comparison,
     compare_runs,
     format_comparison,
-    format_p_value,
-    nan_if_none,
     plot_comparison,
 )
 from himga.runs._evaluate import (
@@ -34,8 +32,6 @@ from himga.runs._evaluate import (
     default_run_directory,
     evaluate_run,
 )
-from himga.runs._files import write_json, write_jsonl, write_text_atomic
-from himga.runs._journal import JUDGE_JOURNAL
 from himga.runs._judge import JudgedRun, JudgeRunError, judge_run
 from himga.runs._judges import format_judges
 from himga.runs._leaderboard import Leaderboard, LeaderboardRow, format_leaderboard, leaderboard
@@ -60,7 +56,7 @@ from himga.runs._manifest import (
 )
 from himga.runs._merge import PER_RUN_FIELDS, MergeError, merge_runs
 from himga.runs._per_correct import cost_per_correct, format_cost_per_correct
-from himga.runs._preflight import PREFLIGHT_EXAMPLES, PreflightReport, preflight
+from himga.runs._preflight import PreflightReport, preflight
 from himga.runs._published import (
     PublishedClaim,
     PublishedError,
@@ -70,17 +66,11 @@ from himga.runs._published import (
 )
 from himga.runs._report import plot_report, render_report
 from himga.runs._rundir import (
-    JUDGE_CACHE,
-    LOCK,
-    MARKER,
-    PLAN,
-    RUN_FILES,
     Run,
     RunDir,
     RunDirError,
     RunLockedError,
     RunReadError,
-    guard_output,
 )
 from himga.runs._summary import HEADLINE_METRICS, RunSummary, format_runs, summarize_run
 
@@ -88,16 +78,9 @@ __all__ = [
     "ARM_TITLES",
     "DEFAULT_METRICS",
     "HEADLINE_METRICS",
-    "JUDGE_CACHE",
-    "JUDGE_JOURNAL",
-    "LOCK",
     "MANIFEST_FORMAT",
-    "MARKER",
     "METRIC_TITLES",
     "PER_RUN_FIELDS",
-    "PLAN",
-    "PREFLIGHT_EXAMPLES",
-    "RUN_FILES",
     "ArmError",
     "ArmKind",
     "CompareError",
@@ -142,17 +125,14 @@ __all__ = [
     "format_cost_per_correct",
     "format_judges",
     "format_leaderboard",
-    "format_p_value",
     "format_published",
     "format_runs",
-    "guard_output",
     "judge_run",
     "leaderboard",
     "load_head",
     "load_published",
     "load_run",
     "merge_runs",
-    "nan_if_none",
     "plot_comparison",
     "plot_report",
     "preflight",
@@ -161,7 +141,4 @@ __all__ = [
     "render_report",
     "run_status",
     "summarize_run",
-    "write_json",
-    "write_jsonl",
-    "write_text_atomic",
 ]

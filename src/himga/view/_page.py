@@ -9,7 +9,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from himga.runs import write_text_atomic
+from himga.runs._files import write_text_atomic
 from himga.view._data import PAGE, ViewData
 
 __all__ = ["CHUNK", "page", "to_json", "write_html"]
