@@ -15,6 +15,7 @@ from himga.memory._protocol import (
     EndpointUser,
     Hit,
     LLMUser,
+    ReportsEmbedding,
     SearchableMemory,
 )
 from himga.memory._registry import (
@@ -57,6 +58,7 @@ __all__ = [
     "NullMemory",
     "PluginConflictError",
     "PluginImportError",
+    "ReportsEmbedding",
     "ResolvedMemory",
     "SearchableMemory",
     "available_memories",

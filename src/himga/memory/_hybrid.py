@@ -10,7 +10,7 @@ from himga.data.schema import Message, Session
 from himga.memory._ann import ANN_MIN_TURNS, EF_SEARCH, Search
 from himga.memory._bm25 import BM25Memory
 from himga.memory._dense import DenseMemory
-from himga.memory._protocol import COLD_START_EMBEDS, NEEDS_EMBEDDER, Hit
+from himga.memory._protocol import COLD_START_EMBEDS, NEEDS_EMBEDDER, EmbedReport, Hit
 from himga.memory._ranking import top_k
 
 if TYPE_CHECKING:
@@ -99,6 +99,10 @@ class HybridMemory:
     @property
     def embedder(self) -> Embedder:
         return self._dense.embedder
+
+    def report_embedding(self, report: EmbedReport | None, /) -> None:
+        """See :meth:`~himga.memory.ReportsEmbedding.report_embedding`: its dense part's."""
+        self._dense.report_embedding(report)
 
     def __repr__(self) -> str:
         # Parameters only, never content: the run checkpoint and manifest record it.
