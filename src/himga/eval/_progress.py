@@ -194,10 +194,11 @@ class ProgressModel:
             eta /= self._parallelism
         # Only the kinds of work this run has (a run that embeds nothing has no embed rate).
         present = [i for i in range(3) if done[i] or totals[i]]
+        spent = whole = 0.0
         if all(rates[i] is not None for i in present):
             spent = sum(done[i] * (rates[i] or 0.0) for i in present)
             whole = spent + sum(left[i] * (rates[i] or 0.0) for i in present)
-        else:  # a rate not measured yet: each turn, passage and question counts one
+        if whole <= 0:  # a rate not measured yet (or all zero): each piece of work counts one
             spent = float(sum(done[i] for i in present))
             whole = spent + sum(left[i] for i in present)
         fraction = min(spent / whole, 1.0) if whole > 0 else 1.0

@@ -106,6 +106,7 @@ class _Reporter:
         self._send = send
         self._lock = threading.Lock()
         self._last = time.monotonic()
+        self._timer: threading.Timer | None = None
         self.total = _Counts()
         self._unsent = _Counts()
 
@@ -122,11 +123,28 @@ class _Reporter:
         with self._lock:
             self.total += counts
             self._unsent += counts
-            now = time.monotonic()
-            if self._send is None or now - self._last < _REPORT_S:
+            if self._send is None or self._timer is not None:
                 return
-            self._last, unsent, self._unsent = now, self._unsent, _Counts()
-        self._send(unsent)
+            # Sent when due, even if nothing follows (a long retrieve after the ingest).
+            wait = max(self._last + _REPORT_S - time.monotonic(), 0.0)
+            self._timer = threading.Timer(wait, self.flush)
+            self._timer.daemon = True
+            self._timer.start()
+
+    def flush(self) -> None:
+        """Send what is not sent yet."""
+        with self._lock:
+            self._timer, self._last = None, time.monotonic()
+            unsent, self._unsent = self._unsent, _Counts()
+        if self._send is not None and unsent != _Counts():
+            self._send(unsent)
+
+    def close(self) -> None:
+        """Send nothing more (the rest goes back with the sample's results)."""
+        with self._lock:
+            timer, self._timer, self._send = self._timer, None, None
+        if timer is not None:
+            timer.cancel()
 
 
 class _Worker:
@@ -203,7 +221,10 @@ class _Worker:
             else self._meter.answer_phase("answering")
         )
         with answering:
-            results = asyncio.run(evaluate_here([sample], self._agent, options))
+            try:
+                results = asyncio.run(evaluate_here([sample], self._agent, options))
+            finally:
+                reporter.close()
         if self._meter is not None:
             self._meter.settle()  # this sample's last calls are collected, not the next's
         with self._lock:
