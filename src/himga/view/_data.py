@@ -20,6 +20,7 @@ them, so the leaderboard of large runs costs their small files only.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import threading
 from collections.abc import Mapping, Sequence
@@ -54,6 +55,9 @@ OUTCOMES = ("correct", "wrong", "error", "unscored")
 _TEXT_SHOWN = 160  # characters of a question kept in the index (the page shows the rest)
 #: Questions to a page of the question list.
 PAGE = 50
+#: Bytes of ``results.jsonl`` :meth:`ViewData.prefetch` reads at most (about 5x that
+#: in memory).
+PREFETCH_BYTES = 256 * 1024 * 1024
 
 
 def percentile(values: Sequence[float], share: float) -> float | None:
@@ -138,6 +142,30 @@ class ViewData:
             if loaded is None:
                 loaded = self._loaded[i] = load_run(self.heads[i].path)
             return loaded
+
+    def prefetch(self, budget: int = PREFETCH_BYTES) -> threading.Thread:
+        """Read the runs' results on a daemon thread, in order, while their
+        ``results.jsonl`` files together stay within ``budget`` bytes, so a run's pages
+        are ready when asked for (a request meanwhile waits for the one reading, never
+        reads twice); a run that cannot be read is left for a request to report."""
+
+        def read() -> None:
+            left = budget
+            for i, head in enumerate(self.heads):
+                if self._loaded[i] is not None:
+                    continue
+                try:
+                    left -= (head.path / "results.jsonl").stat().st_size
+                except OSError:
+                    continue
+                if left < 0:
+                    return
+                with contextlib.suppress(Exception):  # its page says why
+                    self.run(i)
+
+        thread = threading.Thread(target=read, name="himga-view-prefetch", daemon=True)
+        thread.start()
+        return thread
 
     @staticmethod
     def _score_metric(run: Run | PartialRun | RunHead) -> str | None:
@@ -246,6 +274,8 @@ class ViewData:
         any), with ``disagree`` those on which the judged runs' verdicts differ: ``total``
         questions chosen, each row ``[n, sample, question id, category, the question's
         first characters, outcome, score]``."""
+        if not outcome and not disagree:
+            return self._page_by_category(i, category, page)
         index = self.index(i)
         split = self._split() if disagree else None
         chosen = [
@@ -267,15 +297,49 @@ class ViewData:
             ]
             for n in chosen[page * PAGE : (page + 1) * PAGE]
         ]
+        return self._page(i, index["categories"], index["score_metric"], len(chosen), page, rows)
+
+    def _page(
+        self,
+        i: int,
+        categories: list[str],
+        metric: str | None,
+        total: int,
+        page: int,
+        rows: list[list[Any]],
+    ) -> dict[str, Any]:
         return {
             "run": i,
-            "categories": index["categories"],
+            "categories": categories,
             "outcomes": list(OUTCOMES),
-            "score_metric": index["score_metric"],
-            "total": len(chosen),
+            "score_metric": metric,
+            "total": total,
             "page": page,
             "rows": rows,
         }
+
+    def _page_by_category(self, i: int, category: str, page: int) -> dict[str, Any]:
+        """:meth:`questions` filtered by category alone: the outcome and score of the page's
+        questions only, not of the whole run (the first page of a 10,000-question run
+        without building its index)."""
+        run = self.run(i)
+        results = run.results
+        chosen = [n for n, r in enumerate(results) if not category or r.category == category]
+        rows = []
+        for n in chosen[page * PAGE : (page + 1) * PAGE]:
+            found, score = self._judged(i, run, n)
+            result = results[n]
+            text = result.question[:_TEXT_SHOWN]
+            row = [n, result.sample_id, result.question_id, result.category, text]
+            rows.append([*row, OUTCOMES[found], score])
+        categories = list(dict.fromkeys(r.category for r in results))
+        return self._page(i, categories, self._scores[i], len(chosen), page, rows)
+
+    def _judged(self, i: int, run: Run | PartialRun, n: int) -> tuple[int, float | None]:
+        """Question ``n``'s outcome (its index in :data:`OUTCOMES`) and score."""
+        metric = self._scores[i]
+        score = None if metric is None else self._metrics(n, run, metric)[metric]
+        return outcome(run, n), _number(score)
 
     def _split(self) -> set[tuple[str, str]]:
         """The questions (sample, question id) given different verdicts by the judged runs."""
@@ -311,9 +375,9 @@ class ViewData:
             columns["sample"].append(result.sample_id)
             columns["question_id"].append(result.question_id)
             columns["category"].append(categories.setdefault(result.category, len(categories)))
-            columns["outcome"].append(outcome(run, n))
-            score = None if metric is None else self._metrics(n, run, metric)[metric]
-            columns["score"].append(_number(score))
+            found, score = self._judged(i, run, n)
+            columns["outcome"].append(found)
+            columns["score"].append(score)
             columns["text"].append(result.question[:_TEXT_SHOWN])
         return {
             "run": i,
