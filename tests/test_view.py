@@ -20,7 +20,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from himga.eval import MemoryCallError
-from himga.runs import PartialRun, Run, RunHead, load_head, load_run
+from himga.runs import PartialRun, Run, RunHead, RunReadError, load_head, load_run
 from himga.view import (
     OUTCOMES,
     PAGE,
@@ -349,3 +349,32 @@ def test_prefetch_reads_the_runs_results_in_the_background_within_its_budget(
     nothing = ViewData([load_head(view_runs / name) for name in NAMES])
     nothing.prefetch(budget=0).join(timeout=60)
     assert nothing.entry(1, measure=False)["measured"] is False
+
+
+def test_a_run_not_read_yet_shows_its_pages_and_questions_from_its_checked_lines(
+    view_runs: Path, tmp_path: Path
+) -> None:
+    # Before a large run is read whole, its first page and a question come from the lines
+    # of results.jsonl (checked against the manifest's checksum): the same documents.
+    names = ("keyword", "bm25")
+    read = ViewData([load_run(view_runs / name) for name in names])
+    for i, name in enumerate(names):
+        records = _records(view_runs / name)
+        for category in ("", records[0]["category"], "none such"):
+            lazy = ViewData([load_head(view_runs / name) for name in names])
+            assert lazy.questions(i, category=category) == read.questions(i, category=category)
+            assert lazy._loaded == [None, None]  # nothing read whole
+        lazy = ViewData([load_head(view_runs / name) for name in names])
+        for n in range(len(records)):
+            assert lazy.question(i, n) == read.question(i, n)
+        with pytest.raises(IndexError):
+            lazy.question(i, len(records))
+        assert lazy._loaded == [None, None]
+    # a changed file is not shown from its lines: it is read, and the read says why
+    copy = tmp_path / "bm25"
+    copy.mkdir()
+    for file in (view_runs / "bm25").iterdir():
+        copy.joinpath(file.name).write_bytes(file.read_bytes())
+    (copy / "results.jsonl").write_text("{}\n", "utf-8")
+    with pytest.raises(RunReadError, match="does not match the SHA-256"):
+        ViewData([load_head(copy)]).questions(0)

@@ -11,6 +11,7 @@ from himga.memory._null import NullMemory
 from himga.memory._protocol import (
     BaseMemory,
     DeclaresNeeds,
+    EmbeddingReporter,
     EmbeddingUser,
     EndpointUser,
     Hit,
@@ -39,6 +40,7 @@ __all__ = [
     "BaseMemory",
     "DeclaresNeeds",
     "DenseMemory",
+    "EmbeddingReporter",
     "EmbeddingUser",
     "EndpointUser",
     "FullContextMemory",
