@@ -213,6 +213,12 @@ def test_a_dense_memory_s_embedding_moves_the_bar_before_its_questions_finish(
         + ["questions"] * 3
     )
     assert [n for kind, n in events if kind == "embeds"] == [6, 4]
+    # the agent outlives the run: its memory reports to no one afterwards
+    agent.memory.retrieve("topic0x1")
+    agent.memory.reset()
+    agent.memory.ingest(samples[0].sessions[0].messages[0], samples[0].sessions[0])
+    agent.memory.retrieve("topic0x1")
+    assert [n for kind, n in events if kind == "embeds"] == [6, 4]
 
 
 def test_the_bar_shows_embeds_only_for_a_memory_that_embeds_and_stays_quiet_off_a_terminal() -> (

@@ -211,13 +211,15 @@ async def evaluate_here(
     slots = asyncio.Semaphore(limit)
     identity = options.identity or run_identity(agent, search_k=options.search_k)
     known = isinstance(samples, Sequence)
+    # Passages are work only where the memory is asked (the oracle arm never queries it).
+    embeds = options.arm == "memory" and reports_embedding(agent.memory)
     ledger = Ledger(
         options.checkpoint,
         identity,
         turns=sum(turn_count(sample) for sample in samples) if known else None,
         questions=sum(len(sample.qa_pairs) for sample in samples) if known else None,
         show_progress=options.show_progress,
-        embeds=options.arm == "memory" and reports_embedding(agent.memory),
+        embeds=embeds,
         observer=options.progress_observer,
     )
     guarded = GuardedMemory(
@@ -225,7 +227,7 @@ async def evaluate_here(
         options.memory_timeout,
         options.memory_factory,
         on_ingest=ledger.progress.ingested,
-        on_embedded=ledger.progress.embedded,
+        on_embedded=ledger.progress.embedded if embeds else None,
     )
     search_k = options.search_k if isinstance(agent.memory, SearchableMemory) else None
     guarded_agent = agent.with_memory(guarded)

@@ -306,9 +306,12 @@ class GuardedMemory:
         return turn_ids
 
     def close(self) -> None:
-        """Release the timing thread (a late call still running finishes on its own)."""
+        """Release the timing thread (a late call still running finishes on its own), and
+        stop the memory's embedding reports (it may outlive the run: the caller's agent)."""
         if self._worker is not None:
             self._worker.close()
+        if self._on_embedded is not None and reports_embedding(self._memory):
+            self._memory.report_embedding(None)
 
 
 _MISSING: Any = object()
