@@ -50,3 +50,24 @@ class HangingMemory(KeywordMemory):
     def ingest(self, message: Message, session: Session) -> None:
         Path(self.started).touch()
         time.sleep(3600)
+
+
+class GatedMemory(KeywordMemory):
+    """A :class:`~himga.memory.KeywordMemory` whose retrieve waits (up to a minute) until
+    the file ``release`` names exists, after creating the file ``retrieving`` names: its
+    ingest is done, its questions are not (a test looks at the run in between)."""
+
+    def __init__(self, retrieving: str, release: str, k: int = 10) -> None:
+        super().__init__(k=k)
+        self.retrieving = retrieving
+        self.release = release
+
+    def __repr__(self) -> str:
+        return f"GatedMemory(k={self.k})"
+
+    def retrieve(self, query: str, /) -> str:
+        Path(self.retrieving).touch()
+        deadline = time.monotonic() + 60
+        while not Path(self.release).exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        return super().retrieve(query)

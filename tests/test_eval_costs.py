@@ -224,8 +224,8 @@ def test_a_metered_ray_worker_returns_each_samples_calls_per_phase_as_the_server
         assert plain.identity() == worker.identity()  # the proxies change no identity
         for sample in samples:
             server.reset_stats()
-            results, calls, ingest_s = worker.evaluate(sample)
-            assert ingest_s > 0  # what the driver's progress weighs the sample's turns by
+            results, calls, done = worker.evaluate(sample)
+            assert done.ingest_s > 0  # what the driver's progress weighs the sample's turns by
             counted: dict[str, int] = {}
             for request in server.requests:
                 phase = _memory_phase(request.messages)

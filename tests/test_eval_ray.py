@@ -17,6 +17,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -185,6 +186,45 @@ def test_the_driver_counts_each_returned_sample_s_turns_and_questions(
     questions = sum(len(sample.qa_pairs) for sample in samples)
     assert (state.questions_done, state.questions_total) == (questions, questions)
     assert (state.fraction, state.eta_s) == (1.0, 0.0)
+
+
+def test_workers_report_a_sample_s_turns_before_it_returns(
+    cluster: Any, samples: list[Sample], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    # The memory holds its first retrieve until released: the sample is ingested, not done.
+    made = keep_progress_models(monkeypatch)
+    retrieving, release = tmp_path / "retrieving", tmp_path / "release"
+    spec = AgentSpec(
+        memory="tests.ray_memories:GatedMemory",
+        memory_arguments={"retrieving": str(retrieving), "release": str(release)},
+    )
+    sample = samples[0]
+    turns = sum(len(session.messages) for session in sample.sessions)
+    finished: list[Any] = []
+    runner = threading.Thread(
+        target=lambda: finished.append(
+            run_eval([sample], agent=spec, executor=RayExecutor(num_workers=1), show_progress=False)
+        ),
+        daemon=True,
+    )
+    runner.start()
+    try:
+        deadline = time.monotonic() + 120
+        while not (made and made[0].state().turns_done == turns) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        state = made[0].state()
+        assert retrieving.exists()
+        assert (state.turns_done, state.questions_done) == (turns, 0)  # mid-sample, reported
+        assert state.fraction is not None
+        assert 0 < state.fraction < 1
+    finally:
+        release.touch()
+        runner.join(timeout=120)
+    final = made[0].state()
+    assert len(finished) == 1
+    assert len(finished[0]) == len(sample.qa_pairs)
+    assert (final.turns_done, final.turns_total) == (turns, turns)  # counted once
+    assert (final.questions_done, final.fraction) == (len(sample.qa_pairs), 1.0)
 
 
 def test_an_actor_killed_mid_sample_loses_and_duplicates_nothing(

@@ -20,7 +20,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from himga.eval import MemoryCallError
-from himga.runs import PartialRun, Run, RunHead, load_head, load_run
+from himga.runs import PartialRun, Run, RunHead, RunReadError, load_head, load_run
 from himga.view import (
     OUTCOMES,
     PAGE,
@@ -292,3 +292,89 @@ def test_a_server_listens_before_it_has_its_runs(data: ViewData) -> None:
         assert json.loads(_get(server.url + "api/runs.json")[1]) == data.leaderboard()
         with pytest.raises(RuntimeError):
             server.provide(data)
+
+
+def _page_from_index(data: ViewData, i: int, category: str, page: int) -> dict[str, Any]:
+    """Run ``i``'s page of ``category`` as the single file makes it: from the full index."""
+    index = data.index(i)
+    chosen = [
+        n
+        for n in range(len(index["sample"]))
+        if not category or index["categories"][index["category"][n]] == category
+    ]
+    rows = [
+        [
+            n,
+            index["sample"][n],
+            index["question_id"][n],
+            index["categories"][index["category"][n]],
+            index["text"][n],
+            OUTCOMES[index["outcome"][n]],
+            index["score"][n],
+        ]
+        for n in chosen[page * PAGE : (page + 1) * PAGE]
+    ]
+    return {
+        "run": i,
+        "categories": index["categories"],
+        "outcomes": list(OUTCOMES),
+        "score_metric": index["score_metric"],
+        "total": len(chosen),
+        "page": page,
+        "rows": rows,
+    }
+
+
+def test_a_page_by_category_alone_is_the_index_s_without_building_it(
+    runs: list[Run | PartialRun],
+) -> None:
+    # The first page of a 10,000-question run costs its 50 questions, not the whole index.
+    for i, run in enumerate(runs):
+        for category in ("", *dict.fromkeys(r.category for r in run.results), "none such"):
+            for page in (0, 1):
+                fast = ViewData(runs)
+                listed = fast.questions(i, category=category, page=page)
+                assert not fast._indexes
+                assert listed == _page_from_index(ViewData(runs), i, category, page)
+
+
+def test_prefetch_reads_the_runs_results_in_the_background_within_its_budget(
+    view_runs: Path,
+) -> None:
+    heads = [load_head(view_runs / name) for name in NAMES]
+    data = ViewData(heads)
+    data.prefetch().join(timeout=60)
+    assert all(data._loaded)
+    assert data.entry(1, measure=False)["measured"] is True
+    nothing = ViewData([load_head(view_runs / name) for name in NAMES])
+    nothing.prefetch(budget=0).join(timeout=60)
+    assert nothing.entry(1, measure=False)["measured"] is False
+
+
+def test_a_run_not_read_yet_shows_its_pages_and_questions_from_its_checked_lines(
+    view_runs: Path, tmp_path: Path
+) -> None:
+    # Before a large run is read whole, its first page and a question come from the lines
+    # of results.jsonl (checked against the manifest's checksum): the same documents.
+    names = ("keyword", "bm25")
+    read = ViewData([load_run(view_runs / name) for name in names])
+    for i, name in enumerate(names):
+        records = _records(view_runs / name)
+        for category in ("", records[0]["category"], "none such"):
+            lazy = ViewData([load_head(view_runs / name) for name in names])
+            assert lazy.questions(i, category=category) == read.questions(i, category=category)
+            assert lazy._loaded == [None, None]  # nothing read whole
+        lazy = ViewData([load_head(view_runs / name) for name in names])
+        for n in range(len(records)):
+            assert lazy.question(i, n) == read.question(i, n)
+        with pytest.raises(IndexError):
+            lazy.question(i, len(records))
+        assert lazy._loaded == [None, None]
+    # a changed file is not shown from its lines: it is read, and the read says why
+    copy = tmp_path / "bm25"
+    copy.mkdir()
+    for file in (view_runs / "bm25").iterdir():
+        copy.joinpath(file.name).write_bytes(file.read_bytes())
+    (copy / "results.jsonl").write_text("{}\n", "utf-8")
+    with pytest.raises(RunReadError, match="does not match the SHA-256"):
+        ViewData([load_head(copy)]).questions(0)

@@ -88,14 +88,16 @@ def run(args: argparse.Namespace) -> int:
     with server:
         # The address first, the runs' heads next (manifests and metrics): a browser
         # opened at once gets the page while they are read; their results are read
-        # when a page needs them.
+        # in the background from then on (up to a budget), or when a page needs them.
         server.start()
         print(f"himga view: {len(paths)} runs at {server.url} (Ctrl-C stops)", flush=True)
         try:
             heads = _read(paths, load_head)
             if not heads:
                 return 2
-            server.provide(ViewData(heads))
+            data = ViewData(heads)
+            server.provide(data)
+            data.prefetch()
             server.wait()
         except KeyboardInterrupt:
             print("himga view: stopped", file=sys.stderr)

@@ -11,7 +11,7 @@ from himga._redact import redact
 from himga.data.schema import QAPair, Sample
 from himga.eval._checkpoint import Checkpoint, CheckpointMismatchError
 from himga.eval._identity import RunIdentity
-from himga.eval._progress import ProgressBar, ProgressModel
+from himga.eval._progress import ProgressBar, ProgressModel, ProgressObserver
 from himga.scoring._result import EvalResult, MemoryCallError
 
 __all__ = ["DuplicateQuestionError", "Ledger", "failed_result", "new_result", "turn_count"]
@@ -81,8 +81,10 @@ class Ledger:
     any thread (the memory thread records what needs no answer the moment it is
     retrieved, the event loop the answers). ``progress`` is the run's bar, over
     ``turns`` to ingest and ``questions`` (totals; ``None``: unknown) with
-    ``parallelism`` workers: the ledger counts finished and resumed questions, the
-    executor the turns it ingests.
+    ``parallelism`` workers, and one passage to embed per turn when ``embeds`` (the
+    memory reports its embedding): the ledger counts finished and resumed questions,
+    the executor the turns it ingests and the passages embedded; each is also told to
+    ``observer`` (a Ray worker's reporter).
     """
 
     def __init__(
@@ -95,6 +97,8 @@ class Ledger:
         show_progress: bool,
         description: str = "eval",
         parallelism: int = 1,
+        embeds: bool = False,
+        observer: ProgressObserver | None = None,
     ) -> None:
         self._store = None if checkpoint is None else Checkpoint(checkpoint, identity.to_dict())
         self._finished: dict[tuple[str, str], EvalResult] = {}
@@ -106,8 +110,15 @@ class Ledger:
         self._lock = threading.Lock()
         self._order: list[tuple[str, str]] = []
         self._seen: set[tuple[str, str]] = set()
-        model = ProgressModel(turns=turns, questions=questions, parallelism=parallelism)
-        self.progress = ProgressBar(model, enabled=show_progress, description=description)
+        model = ProgressModel(
+            turns=turns,
+            questions=questions,
+            embeds=turns if embeds else 0,
+            parallelism=parallelism,
+        )
+        self.progress = ProgressBar(
+            model, enabled=show_progress, description=description, observer=observer
+        )
 
     def plan(self, sample: Sample) -> list[QAPair]:
         """The questions of ``sample`` not finished yet, in order.
@@ -147,20 +158,26 @@ class Ledger:
                 "dataset version?); use another checkpoint file"
             )
 
-    def record(self, result: EvalResult) -> None:
-        """Keep ``result`` (unless its question has one already) and record it durably."""
+    def record(self, result: EvalResult, *, counted: bool = True) -> None:
+        """Keep ``result`` (unless its question has one already) and record it durably;
+        ``counted=False``: its question is already on the progress bar (a Ray worker
+        reported it finished)."""
         with self._lock:
             if result.key in self._finished:
                 return
             if self._store is not None:
                 self._store.append(result)
             self._finished[result.key] = result
-            self.progress.finished()
+            if counted:
+                self.progress.finished()
 
-    def fail(self, sample: Sample, pending: Sequence[QAPair], reason: str) -> None:
-        """Record each of ``pending`` as lost with its worker (:func:`failed_result`)."""
-        for qa in pending:
-            self.record(failed_result(sample, qa, reason))
+    def fail(
+        self, sample: Sample, pending: Sequence[QAPair], reason: str, *, counted: int = 0
+    ) -> None:
+        """Record each of ``pending`` as lost with its worker (:func:`failed_result`);
+        the first ``counted`` are already on the progress bar."""
+        for number, qa in enumerate(pending):
+            self.record(failed_result(sample, qa, reason), counted=number >= counted)
 
     def results(self) -> list[EvalResult]:
         """One result per planned question, in plan order."""

@@ -19,7 +19,7 @@ from himga.eval._options import EvalOptions, PhaseMeter
 from himga.eval._oracle import Arm, oracle_context
 from himga.eval._progress import ProgressBar
 from himga.llm._protocol import ChatMessage
-from himga.memory._protocol import SearchableMemory
+from himga.memory._protocol import SearchableMemory, reports_embedding
 from himga.scoring._result import EvalResult, MemoryCallError
 
 __all__ = ["evaluate_here"]
@@ -99,7 +99,8 @@ def _prepare(
     to ``record`` the moment it is known, so a ``kill -9`` loses at most the question
     in hand. Reset and ingest run in ``meter``'s ``"ingest"`` window, each question's
     retrieve and search in its ``"retrieval"`` window. ``progress`` is told when the
-    ingest starts and ends (``guarded`` counts each turn on it). Under the ``"oracle"``
+    ingest starts and ends and when the sample's questions are retrieved (``guarded``
+    counts each turn and embedded passage on it). Under the ``"oracle"``
     ``arm`` a question's context is its gold evidence turns and the memory is not asked.
     """
     conversation, sample_turn_id = _conversation_only(sample)
@@ -112,9 +113,40 @@ def _prepare(
     except MemoryCallFailed as failure:
         for qa in pending:
             record(_failed(sample, texts, qa, failure))
+        progress.sample_ends()
         return []
     finally:
         progress.ingest_ends()
+    try:
+        return _retrieve_each(
+            agent,
+            guarded,
+            search_k,
+            arm,
+            (sample, sample_turn_id, texts),
+            pending,
+            prompts,
+            meter,
+            record,
+        )
+    finally:
+        progress.sample_ends()
+
+
+def _retrieve_each(
+    agent: BaseAgent,
+    guarded: GuardedMemory,
+    search_k: int | None,
+    arm: Arm,
+    held: tuple[Sample, dict[str, str], dict[str | None, str]],
+    pending: Sequence[QAPair],
+    prompts: bool,
+    meter: PhaseMeter,
+    record: Callable[[EvalResult], None],
+) -> list[tuple[EvalResult, list[ChatMessage]]]:
+    """:func:`_prepare`'s retrieval (and search), question by question, once ingested:
+    ``held`` is the sample, the map from the agent's turn ids back to its, and its texts."""
+    sample, sample_turn_id, texts = held
     prepared: list[tuple[EvalResult, list[ChatMessage]]] = []
     for qa in pending:
         started = time.perf_counter()
@@ -179,18 +211,23 @@ async def evaluate_here(
     slots = asyncio.Semaphore(limit)
     identity = options.identity or run_identity(agent, search_k=options.search_k)
     known = isinstance(samples, Sequence)
+    # Passages are work only where the memory is asked (the oracle arm never queries it).
+    embeds = options.arm == "memory" and reports_embedding(agent.memory)
     ledger = Ledger(
         options.checkpoint,
         identity,
         turns=sum(turn_count(sample) for sample in samples) if known else None,
         questions=sum(len(sample.qa_pairs) for sample in samples) if known else None,
         show_progress=options.show_progress,
+        embeds=embeds,
+        observer=options.progress_observer,
     )
     guarded = GuardedMemory(
         agent.memory,
         options.memory_timeout,
         options.memory_factory,
         on_ingest=ledger.progress.ingested,
+        on_embedded=ledger.progress.embedded if embeds else None,
     )
     search_k = options.search_k if isinstance(agent.memory, SearchableMemory) else None
     guarded_agent = agent.with_memory(guarded)

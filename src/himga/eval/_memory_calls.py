@@ -38,6 +38,7 @@ from typing import Any
 from himga._errors import HimgaError
 from himga._exit_guard import GUARD_FILE
 from himga.data.schema import Message, Session
+from himga.memory._protocol import EmbedReport, reports_embedding
 
 __all__ = [
     "DEFAULT_MEMORY_TIMEOUT",
@@ -193,7 +194,9 @@ class GuardedMemory:
     hits, each with a ``turn_id`` that is a ``str`` or ``None``. Anything else,
     an exception, or no return within ``timeout`` seconds raises
     :class:`MemoryCallFailed` (module docstring: what happens to a late call).
-    ``on_ingest`` is called after each ``ingest`` that returned (the run's progress).
+    ``on_ingest`` is called after each ``ingest`` that returned (the run's progress);
+    ``on_embedded`` is given to each memory it holds that reports its embedding
+    (:class:`~himga.memory.ReportsEmbedding`, with an embedder).
     """
 
     def __init__(
@@ -202,6 +205,7 @@ class GuardedMemory:
         timeout: float | None = None,
         factory: Callable[[], Any] | None = None,
         on_ingest: Callable[[], None] | None = None,
+        on_embedded: EmbedReport | None = None,
     ) -> None:
         if timeout is not None and not MIN_MEMORY_TIMEOUT <= timeout <= threading.TIMEOUT_MAX:
             raise ValueError(
@@ -211,11 +215,17 @@ class GuardedMemory:
         self._memory = memory
         self._factory = factory
         self._on_ingest = on_ingest
+        self._on_embedded = on_embedded
+        self._watch(memory)
         self._timeout = timeout
         self._worker = self._start_worker() if timeout is not None else None
         self._late: concurrent.futures.Future[Any] | None = None
         self._late_method = ""
         self._waited = False
+
+    def _watch(self, memory: Any) -> None:
+        if self._on_embedded is not None and reports_embedding(memory):
+            memory.report_embedding(self._on_embedded)
 
     def _start_worker(self) -> CallThread:
         worker = CallThread()
@@ -266,6 +276,7 @@ class GuardedMemory:
         except Exception as exc:
             raise MemoryCallFailed("reset", exc) from exc
         self._worker.close()  # the stuck call keeps the old thread until it returns
+        self._watch(fresh)
         self._memory, self._worker, self._late = fresh, self._start_worker(), None
 
     def reset(self) -> None:
@@ -306,9 +317,12 @@ class GuardedMemory:
         return turn_ids
 
     def close(self) -> None:
-        """Release the timing thread (a late call still running finishes on its own)."""
+        """Release the timing thread (a late call still running finishes on its own), and
+        stop the memory's embedding reports (it may outlive the run: the caller's agent)."""
         if self._worker is not None:
             self._worker.close()
+        if self._on_embedded is not None and reports_embedding(self._memory):
+            self._memory.report_embedding(None)
 
 
 _MISSING: Any = object()

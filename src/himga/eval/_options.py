@@ -13,6 +13,7 @@ from typing import Any, Protocol, TypedDict
 from himga.data.schema import Sample
 from himga.eval._identity import SEARCH_K, RunIdentity
 from himga.eval._oracle import ARMS, Arm
+from himga.eval._progress import ProgressObserver
 from himga.eval._spec import AgentSpec
 from himga.memory._protocol import BaseMemory
 from himga.scoring._result import EvalResult
@@ -68,7 +69,9 @@ class EvalOptions:
       around each question's retrieve and search; not with an ``executor``
       (its workers' calls happen elsewhere: refused; a
       :class:`~himga.eval.RayExecutor` meters its workers' own, ``on_call``);
-    * ``show_progress``: a progress bar on stderr;
+    * ``show_progress``: a progress bar on stderr; ``progress_observer``: told each
+      turn ingested, passage embedded and question finished as it happens, bar or no
+      bar (how a :class:`~himga.eval.RayExecutor`'s workers report to the driver);
     * ``arm``: where each question's context comes from -- ``"memory"`` (its
       retrieval) or ``"oracle"`` (its gold evidence turns, :mod:`himga.eval._oracle`;
       the memory is still reset and fed, but never asked).
@@ -84,6 +87,7 @@ class EvalOptions:
     search_k: int = SEARCH_K
     memory_meter: PhaseMeter | None = None
     arm: Arm = "memory"
+    progress_observer: ProgressObserver | None = None
 
     def __post_init__(self) -> None:
         if self.arm not in ARMS:
@@ -119,3 +123,4 @@ class EvalSettings(TypedDict, total=False):
     search_k: int
     memory_meter: PhaseMeter | None
     arm: Arm
+    progress_observer: ProgressObserver | None

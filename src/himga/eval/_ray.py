@@ -8,7 +8,7 @@ import socket
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -18,8 +18,9 @@ from himga.data.schema import QAPair, Sample
 from himga.eval._identity import RunIdentity
 from himga.eval._ledger import Ledger, turn_count
 from himga.eval._local import evaluate_here
-from himga.eval._options import EvalOptions, PhaseMeter
+from himga.eval._options import EvalOptions
 from himga.eval._spec import AgentSpec
+from himga.memory._protocol import reports_embedding
 from himga.metering import ProxyCall, RunMeter
 from himga.scoring._result import EvalResult
 
@@ -31,6 +32,8 @@ SAMPLES_IN_FLIGHT = 2
 #: Seconds each wait on Ray lasts at most: Ray's waits block in C++, where Python
 #: cannot deliver Ctrl-C, so the driver waits in slices this long.
 _WAIT_SLICE_S = 0.2
+#: Seconds between two progress reports of a worker, and two reads of them by the driver.
+_REPORT_S = 0.5
 #: Seconds to reach a cluster's address before ``ray.init``, which retries for ever.
 _CONNECT_TIMEOUT_S = 10.0
 
@@ -56,23 +59,91 @@ class WorkerStartError(HimgaError, RuntimeError):
     belong to this run, so the run does not start."""
 
 
-class _IngestTimer:
-    """The worker's phase windows: those of ``meter`` (if any), and the seconds spent in
-    ``"ingest"`` summed, which the driver's progress weighs turns by."""
+@dataclass(frozen=True)
+class _Counts:
+    """Work a worker did on one sample: turns ingested and their seconds, passages
+    embedded and theirs, questions finished."""
 
-    def __init__(self, meter: PhaseMeter | None) -> None:
-        self._meter = meter
-        self.seconds = 0.0
+    turns: int = 0
+    ingest_s: float = 0.0
+    embeds: int = 0
+    embed_s: float = 0.0
+    questions: int = 0
 
-    @contextlib.contextmanager
-    def phase(self, name: str, /) -> Iterator[None]:
-        started = time.perf_counter()
-        try:
-            with contextlib.nullcontext() if self._meter is None else self._meter.phase(name):
-                yield
-        finally:
-            if name == "ingest":
-                self.seconds += time.perf_counter() - started
+    def __add__(self, other: _Counts) -> _Counts:
+        return _Counts(
+            self.turns + other.turns,
+            self.ingest_s + other.ingest_s,
+            self.embeds + other.embeds,
+            self.embed_s + other.embed_s,
+            self.questions + other.questions,
+        )
+
+
+class _ProgressBoard:
+    """The body of the run's one progress actor: what the workers report of the samples
+    they hold, kept until the driver takes it (every :data:`_REPORT_S` or so)."""
+
+    def __init__(self) -> None:
+        self._reports: list[tuple[str, _Counts]] = []
+
+    def add(self, sample_id: str, counts: _Counts) -> None:
+        self._reports.append((sample_id, counts))
+
+    def take(self) -> list[tuple[str, _Counts]]:
+        reports, self._reports = self._reports, []
+        return reports
+
+
+class _Reporter:
+    """A worker's :class:`~himga.eval._progress.ProgressObserver` for one sample: sums
+    the work as it is done, and sends what is new to ``send`` at most every
+    :data:`_REPORT_S` (``total``: all of it, returned with the sample's results).
+    Thread-safe: the memory thread ingests, the event loop finishes questions."""
+
+    def __init__(self, send: Callable[[_Counts], None] | None) -> None:
+        self._send = send
+        self._lock = threading.Lock()
+        self._last = time.monotonic()
+        self._timer: threading.Timer | None = None
+        self.total = _Counts()
+        self._unsent = _Counts()
+
+    def ingested(self, turns: int, seconds: float, /) -> None:
+        self._add(_Counts(turns=turns, ingest_s=seconds))
+
+    def embedded(self, passages: int, seconds: float, /) -> None:
+        self._add(_Counts(embeds=passages, embed_s=seconds))
+
+    def finished(self, questions: int, /) -> None:
+        self._add(_Counts(questions=questions))
+
+    def _add(self, counts: _Counts) -> None:
+        with self._lock:
+            self.total += counts
+            self._unsent += counts
+            if self._send is None or self._timer is not None:
+                return
+            # Sent when due, even if nothing follows (a long retrieve after the ingest).
+            wait = max(self._last + _REPORT_S - time.monotonic(), 0.0)
+            self._timer = threading.Timer(wait, self.flush)
+            self._timer.daemon = True
+            self._timer.start()
+
+    def flush(self) -> None:
+        """Send what is not sent yet."""
+        with self._lock:
+            self._timer, self._last = None, time.monotonic()
+            unsent, self._unsent = self._unsent, _Counts()
+        if self._send is not None and unsent != _Counts():
+            self._send(unsent)
+
+    def close(self) -> None:
+        """Send nothing more (the rest goes back with the sample's results)."""
+        with self._lock:
+            timer, self._timer, self._send = self._timer, None, None
+        if timer is not None:
+            timer.cancel()
 
 
 class _Worker:
@@ -80,7 +151,9 @@ class _Worker:
 
     ``metered``: every model call of the agent goes through a meter of this actor's
     own (:meth:`~himga.eval.AgentSpec.assemble`), in the phase windows of the local
-    loop, and is returned with the results of the sample it was made for.
+    loop, and is returned with the results of the sample it was made for. ``board``:
+    the run's progress actor (:class:`_ProgressBoard`), told the turns, passages and
+    questions of the sample in hand as they are done.
     """
 
     def __init__(
@@ -90,13 +163,14 @@ class _Worker:
         max_concurrency: int | None,
         memory_timeout: float | None,
         metered: bool = False,
+        board: Any = None,
     ) -> None:
         self._lock = threading.Lock()
         self._calls: list[ProxyCall] = []
         # Closed with the actor's process: its proxies serve on daemon threads.
         self._meter = RunMeter(self._collect) if metered else None
         self._agent, create_memory = spec.assemble(self._meter)
-        self._timer = _IngestTimer(self._meter)
+        self._board = board
         # The run's question subset and arm are not the agent's: they travel beside it.
         asked = dict(context)
         questions, arm = asked.pop("questions", None), asked.pop("arm", "memory")
@@ -108,7 +182,7 @@ class _Worker:
             memory_factory=create_memory,
             identity=identity,
             search_k=identity.search_k,
-            memory_meter=self._timer,
+            memory_meter=self._meter,
             arm=arm,
         )
 
@@ -121,28 +195,41 @@ class _Worker:
         assert self._options.identity is not None
         return self._options.identity.to_dict()
 
-    def evaluate(self, sample: Sample) -> tuple[list[dict[str, Any]], list[dict[str, Any]], float]:
+    def embeds(self) -> bool:
+        """Whether the memory reports the passages it embeds (one per turn)."""
+        return self._options.arm == "memory" and reports_embedding(self._agent.memory)
+
+    def evaluate(
+        self, sample: Sample
+    ) -> tuple[list[dict[str, Any]], list[dict[str, Any]], _Counts]:
         """Every pending question of one sample, evaluated as the local executor does, the
         model calls metered since the last sample returned (none unless ``metered``) and
-        the seconds its ingest took.
+        the work done on it (what was reported to the board, and the rest).
 
         Ray runs an actor's tasks one at a time, so those are this sample's -- and
         any of a memory call that timed out before and still runs.
         """
-        self._timer.seconds = 0.0
+        board = self._board
+        reporter = _Reporter(
+            None if board is None else lambda counts: board.add.remote(sample.sample_id, counts)
+        )
+        options = replace(self._options, progress_observer=reporter)
         answering = (
             contextlib.nullcontext()
             if self._meter is None
             else self._meter.answer_phase("answering")
         )
         with answering:
-            results = asyncio.run(evaluate_here([sample], self._agent, self._options))
+            try:
+                results = asyncio.run(evaluate_here([sample], self._agent, options))
+            finally:
+                reporter.close()
         if self._meter is not None:
             self._meter.settle()  # this sample's last calls are collected, not the next's
         with self._lock:
             calls, self._calls = self._calls, []
         calls_json = [call.to_json() for call in calls]
-        return [result.to_dict() for result in results], calls_json, self._timer.seconds
+        return [result.to_dict() for result in results], calls_json, reporter.total
 
 
 def _ray() -> Any:
@@ -307,10 +394,12 @@ class RayExecutor:
         if self.llm_concurrency_total is not None:
             per_worker = self.llm_concurrency_total // self.num_workers
         self._check_resources(ray)
+        # Holds the workers' progress reports; no CPU of its own, so it needs no slot.
+        board = ray.remote(_ProgressBoard).options(num_cpus=0).remote()
         actor_class = ray.remote(_Worker).options(**self._actor_options())
         actors = [
             actor_class.remote(
-                spec, context, per_worker, options.memory_timeout, self.on_call is not None
+                spec, context, per_worker, options.memory_timeout, self.on_call is not None, board
             )
             for _ in range(self.num_workers)
         ]
@@ -324,6 +413,7 @@ class RayExecutor:
                 show_progress=options.show_progress,
                 description="eval (ray)",
                 parallelism=self.num_workers,
+                embeds=ray.get(actors[0].embeds.remote()),
             )
             try:
                 work: deque[tuple[Sample, list[QAPair]]] = deque()
@@ -331,12 +421,12 @@ class RayExecutor:
                     pending = ledger.plan(sample)
                     if pending:
                         work.append((sample, pending))
-                self._schedule(ray, actors, work, ledger, stop)
+                self._schedule(ray, actors, work, _Tally(ray, board, ledger), stop)
             finally:
                 ledger.close()
             return ledger.results()
         finally:
-            for actor in actors:
+            for actor in [*actors, board]:
                 ray.kill(actor, no_restart=True)
 
     def _common_identity(
@@ -386,9 +476,10 @@ class RayExecutor:
         ray: Any,
         actors: list[Any],
         work: deque[tuple[Sample, list[QAPair]]],
-        ledger: Ledger,
+        tally: _Tally,
         stop: threading.Event,
     ) -> None:
+        ledger = tally.ledger
         live = list(range(len(actors)))
         load = dict.fromkeys(live, 0)
         in_flight: dict[Any, tuple[int, Sample, list[QAPair]]] = {}
@@ -400,46 +491,135 @@ class RayExecutor:
                     shipped = replace(sample, qa_pairs=tuple(pending), metadata={})
                     ref = actors[number].evaluate.remote(shipped)
                     in_flight[ref] = (number, sample, pending)
+                    tally.starts(sample, pending)
                     load[number] += 1
             if not in_flight:
                 # Every actor is gone for good: what is left fails, recorded.
                 while work:
                     sample, pending = work.popleft()
-                    ledger.progress.skip(turns=turn_count(sample))
-                    ledger.fail(sample, pending, "no Ray worker is left alive")
+                    tally.starts(sample, pending)
+                    tally.fails(sample, pending, "no Ray worker is left alive")
                 break
             _check_stop(stop)
             ready, _ = ray.wait(list(in_flight), num_returns=1, timeout=_WAIT_SLICE_S)
+            tally.poll()
             for ref in ready:
                 number, sample, pending = in_flight.pop(ref)
                 load[number] -= 1
                 try:
-                    data, calls, ingest_s = ray.get(ref)
+                    data, calls, done = ray.get(ref)
                     returned = [EvalResult.from_dict(result) for result in data]
                 except ray.exceptions.RayActorError as exc:
                     if number in live and isinstance(exc, ray.exceptions.ActorDiedError):
                         live.remove(number)
-                    ledger.progress.skip(turns=turn_count(sample))
-                    ledger.fail(sample, pending, _after_retries(self, exc))
+                    tally.fails(sample, pending, _after_retries(self, exc))
                     continue
                 except ray.exceptions.RayError as exc:
-                    ledger.progress.skip(turns=turn_count(sample))
-                    ledger.fail(sample, pending, _after_retries(self, exc))
+                    tally.fails(sample, pending, _after_retries(self, exc))
                     continue
-                # A worker reports a sample whole: its turns count when it returns.
-                ledger.progress.ingested(turn_count(sample), seconds=ingest_s)
                 if self.on_call is not None:
                     # Before the results, as locally a call is logged when made: a driver
                     # stopped in between reruns the sample, counting its calls again.
                     for call in calls:
                         self.on_call(ProxyCall.from_json(call))
+                uncounted = tally.returns(sample, done)
                 asked = {qa.question_id for qa in pending}
                 for result in returned:
                     if result.sample_id == sample.sample_id and result.question_id in asked:
-                        ledger.record(result)
+                        ledger.record(result, counted=uncounted <= 0)
+                        uncounted -= 1
                         asked.discard(result.question_id)
                 missing = [qa for qa in pending if qa.question_id in asked]
-                ledger.fail(sample, missing, "the worker returned no result for it")
+                ledger.fail(
+                    sample, missing, "the worker returned no result for it", counted=uncounted
+                )
+
+
+class _Tally:
+    """The driver's side of the progress: the workers' reports of the samples in flight
+    put on ``ledger``'s bar as they arrive (read from ``board`` at most every
+    :data:`_REPORT_S`, without blocking), and, when a sample returns or fails, the rest
+    of its work -- so each turn, passage and question counts once, however late a
+    report arrives or however often Ray retried the sample."""
+
+    def __init__(self, ray: Any, board: Any, ledger: Ledger) -> None:
+        self._ray = ray
+        self._board = board
+        self.ledger = ledger
+        self._asked: Any = None  # the board's answer awaited, if any
+        self._last = time.monotonic()
+        #: Per sample in flight: its turns, its passages (0 for a run that embeds
+        #: nothing), its questions, and what is on the bar of each so far.
+        self._open: dict[str, tuple[Sample, int, _Counts]] = {}
+
+    def starts(self, sample: Sample, pending: list[QAPair]) -> None:
+        self._open[sample.sample_id] = (sample, len(pending), _Counts())
+
+    def poll(self) -> None:
+        """Put the reports that arrived on the bar; ask for the next at most every
+        :data:`_REPORT_S`."""
+        ray = self._ray
+        if self._asked is not None:
+            ready, _ = ray.wait([self._asked], timeout=0)
+            if not ready:
+                return
+            try:
+                reports: list[tuple[str, _Counts]] = ray.get(self._asked)
+            except ray.exceptions.RayError:
+                reports = []  # the board is gone: samples still count when they return
+            self._asked = None
+            for sample_id, counts in reports:
+                if sample_id in self._open:
+                    self._credit(sample_id, counts)
+        if time.monotonic() - self._last >= _REPORT_S:
+            self._last = time.monotonic()
+            self._asked = self._board.take.remote()
+
+    def _credit(self, sample_id: str, counts: _Counts) -> None:
+        """Count ``counts`` of the sample on the bar, up to its work."""
+        sample, questions, credited = self._open[sample_id]
+        turns = turn_count(sample)
+        progress = self.ledger.progress
+        add_turns = min(counts.turns, turns - credited.turns)
+        if add_turns or counts.ingest_s:
+            progress.ingested(add_turns, seconds=counts.ingest_s)
+        add_embeds = min(counts.embeds, turns - credited.embeds)
+        if add_embeds or counts.embed_s:
+            progress.embedded(add_embeds, counts.embed_s)
+        add_questions = min(counts.questions, questions - credited.questions)
+        if add_questions:
+            progress.finished(add_questions)
+        added = _Counts(add_turns, counts.ingest_s, add_embeds, counts.embed_s, add_questions)
+        self._open[sample_id] = (sample, questions, credited + added)
+
+    def returns(self, sample: Sample, done: _Counts) -> int:
+        """The sample returned, having done ``done`` in all: count what its reports did
+        not, take what it did not do off the totals; the questions already counted."""
+        _, _, credited = self._open[sample.sample_id]
+        rest = _Counts(
+            max(done.turns - credited.turns, 0),
+            max(done.ingest_s - credited.ingest_s, 0.0),
+            max(done.embeds - credited.embeds, 0),
+            max(done.embed_s - credited.embed_s, 0.0),
+            0,  # recorded by the ledger as each result is
+        )
+        self._credit(sample.sample_id, rest)
+        _, _, credited = self._open.pop(sample.sample_id)
+        turns = turn_count(sample)
+        self.ledger.progress.skip(
+            turns=turns - credited.turns, embeds=max(turns - credited.embeds, 0)
+        )
+        return credited.questions
+
+    def fails(self, sample: Sample, pending: list[QAPair], reason: str) -> None:
+        """The sample failed for good: what was not done is no longer work, and each of
+        its questions is recorded failed (those already counted not again)."""
+        _, _, credited = self._open.pop(sample.sample_id)
+        turns = turn_count(sample)
+        self.ledger.progress.skip(
+            turns=turns - credited.turns, embeds=max(turns - credited.embeds, 0)
+        )
+        self.ledger.fail(sample, pending, reason, counted=credited.questions)
 
 
 def _shown(resources: Mapping[str, float]) -> str:

@@ -11,10 +11,12 @@ from himga.memory._null import NullMemory
 from himga.memory._protocol import (
     BaseMemory,
     DeclaresNeeds,
+    EmbeddingReporter,
     EmbeddingUser,
     EndpointUser,
     Hit,
     LLMUser,
+    ReportsEmbedding,
     SearchableMemory,
 )
 from himga.memory._registry import (
@@ -38,6 +40,7 @@ __all__ = [
     "BaseMemory",
     "DeclaresNeeds",
     "DenseMemory",
+    "EmbeddingReporter",
     "EmbeddingUser",
     "EndpointUser",
     "FullContextMemory",
@@ -57,6 +60,7 @@ __all__ = [
     "NullMemory",
     "PluginConflictError",
     "PluginImportError",
+    "ReportsEmbedding",
     "ResolvedMemory",
     "SearchableMemory",
     "available_memories",

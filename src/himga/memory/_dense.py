@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 from himga._extras import require
 from himga.memory._ann import ANN_MIN_TURNS, EF_SEARCH, ApproximateIndex, Search
 from himga.memory._embedder import EmbedsByDefault, as_embedder
+from himga.memory._protocol import EmbeddingReporter
 from himga.memory._ranking import LazilyIndexedTurns, top_k
 
 if TYPE_CHECKING:
@@ -19,7 +20,7 @@ __all__ = ["DenseMemory"]
 _PURPOSE = "DenseMemory"
 
 
-class DenseMemory(EmbedsByDefault, LazilyIndexedTurns):
+class DenseMemory(EmbedsByDefault, EmbeddingReporter, LazilyIndexedTurns):
     """Turn-level dense retrieval: the ``k`` turns closest to the query in embedding space.
 
     Every message is one passage, ``"<speaker>: <content>"``, embedded as
@@ -110,7 +111,7 @@ class DenseMemory(EmbedsByDefault, LazilyIndexedTurns):
         """Embed the turns ingested since the last query (one batch); extend the graph."""
         np = self._np
         if self._unindexed:
-            self._blocks.append(self.embedder.embed(self._unindexed, "passage"))
+            self._blocks.append(self.embed_passages(self.embedder, self._unindexed))
             self._unindexed = []
             self._matrix = (
                 np.concatenate(self._blocks) if len(self._blocks) > 1 else self._blocks[0]

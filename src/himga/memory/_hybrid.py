@@ -11,7 +11,7 @@ from himga.memory._ann import ANN_MIN_TURNS, EF_SEARCH, Search
 from himga.memory._bm25 import BM25Memory
 from himga.memory._dense import DenseMemory
 from himga.memory._embedder import EmbedsByDefault
-from himga.memory._protocol import Hit
+from himga.memory._protocol import EmbedReport, Hit
 from himga.memory._ranking import top_k
 
 if TYPE_CHECKING:
@@ -97,6 +97,10 @@ class HybridMemory(EmbedsByDefault):
     @property
     def embedder(self) -> Embedder:
         return self._dense.embedder
+
+    def report_embedding(self, report: EmbedReport | None, /) -> None:
+        """See :meth:`~himga.memory.ReportsEmbedding.report_embedding`: its dense part's."""
+        self._dense.report_embedding(report)
 
     def __repr__(self) -> str:
         # Parameters only, never content: the run checkpoint and manifest record it.

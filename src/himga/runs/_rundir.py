@@ -378,19 +378,30 @@ class RunDir:
                 "reads; redo the run with himga eval)"
             ) from None
 
-    def read_records(self, name: str = "results.jsonl") -> list[dict[str, Any]]:
-        """Each line of JSONL file ``name`` as an object; :class:`RunReadError` naming the line."""
+    def read_records(
+        self, name: str = "results.jsonl", *, sha256: str | None = None
+    ) -> list[dict[str, Any]]:
+        """Each line of JSONL file ``name`` as an object; :class:`RunReadError` naming the
+        line. With ``sha256`` the file's bytes must have that checksum (read once: hashed,
+        then parsed line by line, as bytes -- no decoding and re-splitting of the whole)."""
         file = self.file(name)
         try:
-            text = file.read_text("utf-8")
+            data = file.read_bytes()
         except FileNotFoundError:
             raise RunReadError(f"{file}: missing (is {self.path} a himga eval run?)") from None
-        except (OSError, UnicodeDecodeError) as exc:
+        except OSError as exc:
             raise RunReadError(f"{file}: cannot read: {exc}") from None
+        if sha256 is not None and hashlib.sha256(data).hexdigest() != sha256:
+            raise _changed(file)
+        lines = data.split(b"\n")
+        if lines and not lines[-1]:
+            lines.pop()  # the newline ending the last line
         records = []
-        for number, line in enumerate(text.splitlines(), start=1):
+        for number, line in enumerate(lines, start=1):
             try:
-                record = json.loads(line)
+                record = json.loads(line.decode("utf-8"))
+            except UnicodeDecodeError as exc:
+                raise RunReadError(f"{file}: cannot read: {exc}") from None
             except (json.JSONDecodeError, RecursionError) as exc:
                 raise RunReadError(f"{file}:{number}: invalid JSON: {exc}") from None
             if not isinstance(record, dict):
@@ -409,22 +420,19 @@ class RunDir:
         except FileNotFoundError:
             raise RunReadError(f"{file}: missing (is {self.path} a himga eval run?)") from None
         if found != manifest.results_sha256:
-            raise RunReadError(
-                f"{file} does not match the SHA-256 recorded in manifest.json (changed after "
-                "the run); redo the run with himga eval --fresh, or restore the file"
-            )
+            raise _changed(file)
 
     def read(self) -> Run:
         """The finished run: manifest, metrics and results, the results checked against the
         manifest's checksum; :class:`RunReadError` saying what is wrong."""
         manifest = self.read_manifest()
         metrics = self.read_metrics()
-        self.verify_results(manifest)
         file = self.file("results.jsonl")
         results: list[EvalResult] = []
         judge: list[float] = []
         judge_errors: list[str | None] = []
-        for number, record in enumerate(self.read_records(), start=1):
+        records = self.read_records(sha256=manifest.results_sha256)
+        for number, record in enumerate(records, start=1):
             try:
                 results.append(EvalResult.from_dict(record))
             except (KeyError, TypeError, ValueError) as exc:
@@ -507,3 +515,10 @@ def _head(path: Path) -> str:
             return file.read(4096)
     except OSError:
         return ""
+
+
+def _changed(file: Path) -> RunReadError:
+    return RunReadError(
+        f"{file} does not match the SHA-256 recorded in manifest.json (changed after "
+        "the run); redo the run with himga eval --fresh, or restore the file"
+    )

@@ -20,13 +20,18 @@ them, so the leaderboard of large runs costs their small files only.
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
+import json
 import math
+import re
 import threading
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, NamedTuple, TypeVar
 
 from himga.eval import (
     RANK_KS,
+    EvalResult,
     available_metrics,
     context_containment,
     judge_interval,
@@ -52,8 +57,13 @@ __all__ = ["OUTCOMES", "PAGE", "ViewData", "evidence_spans", "outcome", "percent
 OUTCOMES = ("correct", "wrong", "error", "unscored")
 
 _TEXT_SHOWN = 160  # characters of a question kept in the index (the page shows the rest)
+_T = TypeVar("_T")
+
 #: Questions to a page of the question list.
 PAGE = 50
+#: Bytes of ``results.jsonl`` :meth:`ViewData.prefetch` reads at most (about 5x that
+#: in memory).
+PREFETCH_BYTES = 256 * 1024 * 1024
 
 
 def percentile(values: Sequence[float], share: float) -> float | None:
@@ -88,9 +98,36 @@ def evidence_spans(context: str, texts: Sequence[str | None]) -> list[list[int]]
 
 def outcome(run: Run | PartialRun, index: int) -> int:
     """The index in :data:`OUTCOMES` of question ``index`` of ``run``."""
-    result = run.results[index]
-    judge = run.judge[index]
-    judge_error = run.judge_errors[index] if run.judge_errors else None
+    return _outcome(_Question.of(run, index))
+
+
+class _Question(NamedTuple):
+    """One question of a run: its result, the eval's judge score (NaN: none) and the
+    judge's error."""
+
+    result: EvalResult
+    judge: float
+    judge_error: str | None
+
+    @classmethod
+    def of(cls, run: Run | PartialRun, n: int) -> _Question:
+        return cls(run.results[n], run.judge[n], run.judge_errors[n] if run.judge_errors else None)
+
+    @classmethod
+    def parse(cls, line: bytes) -> _Question:
+        """From its line of ``results.jsonl``, as :func:`himga.runs.load_run` reads it."""
+        record = json.loads(line.decode("utf-8"))
+        score = record.get("judge")
+        error = record.get("judge_error")
+        return cls(
+            EvalResult.from_dict(record),
+            float(score) if isinstance(score, (int, float)) else math.nan,
+            None if error is None else str(error),
+        )
+
+
+def _outcome(question: _Question) -> int:
+    result, judge, judge_error = question
     if result.memory_error is not None or result.error is not None or judge_error:
         return OUTCOMES.index("error")
     if not math.isnan(judge):
@@ -103,6 +140,63 @@ def outcome(run: Run | PartialRun, index: int) -> int:
     if found is None:
         return OUTCOMES.index("unscored")
     return OUTCOMES.index("correct" if found > 0 else "wrong")
+
+
+#: A result's top-level category in its ``results.jsonl`` line. ``himga eval`` writes each
+#: record with its fields in order, ``category`` before any nested object, and a quote
+#: inside a string is escaped: the first match is the record's own key.
+_CATEGORY = re.compile(rb'"category"\s*:\s*("(?:[^"\\]|\\.)*"|[^,}\s]+)')
+
+
+class _Loaded:
+    """The questions of a run whose results are read."""
+
+    def __init__(self, run: Run | PartialRun) -> None:
+        self._run = run
+
+    def __len__(self) -> int:
+        return len(self._run.results)
+
+    def question(self, n: int) -> _Question:
+        return _Question.of(self._run, n)
+
+    def categories(self) -> list[str]:
+        """Each question's category, in order."""
+        return [result.category for result in self._run.results]
+
+
+class _Lines:
+    """The questions of a finished run from the lines of its ``results.jsonl``, checked
+    against the manifest's checksum but not parsed: one is parsed when it is shown, so
+    the first page of a large run does not wait for the run to be read whole."""
+
+    def __init__(self, lines: list[bytes]) -> None:
+        self._lines = lines
+        self._categories: list[str] | None = None
+
+    def __len__(self) -> int:
+        return len(self._lines)
+
+    def question(self, n: int) -> _Question:
+        if not 0 <= n < len(self._lines):
+            raise IndexError(n)
+        return _Question.parse(self._lines[n])
+
+    def categories(self) -> list[str]:
+        """Each question's category, in order, found in its line (``ValueError`` where
+        none is: the run is then read whole, which says what is wrong)."""
+        if self._categories is None:
+            found = []
+            for line in self._lines:
+                match = _CATEGORY.search(line)
+                if match is None:
+                    raise ValueError("a result without a category")
+                found.append(str(json.loads(match[1].decode("utf-8"))))
+            self._categories = found
+        return self._categories
+
+
+_Source = _Loaded | _Lines
 
 
 def _number(value: Any) -> float | None:
@@ -124,6 +218,8 @@ class ViewData:
         ]
         self._locks = [threading.Lock() for _ in self.heads]
         self._indexes: dict[int, dict[str, Any]] = {}
+        self._lines: dict[int, _Lines] = {}  # runs not read yet, by their checked lines
+        self._lines_lock = threading.Lock()
         self._scores = [self._score_metric(run) for run in self.heads]
         self._table_metrics = tuple(n for n, m in available_metrics().items() if m.in_table)
 
@@ -137,7 +233,69 @@ class ViewData:
             loaded = self._loaded[i]
             if loaded is None:
                 loaded = self._loaded[i] = load_run(self.heads[i].path)
+                with self._lines_lock:
+                    self._lines.pop(i, None)  # read whole: the lines are not needed now
             return loaded
+
+    def _source(self, i: int) -> _Source:
+        """Run ``i``'s questions: from its results once read, else from the lines of its
+        ``results.jsonl`` if their checksum is the manifest's, else read now."""
+        loaded = self._loaded[i]
+        if loaded is not None:
+            return _Loaded(loaded)
+        head = self.heads[i]
+        if isinstance(head, RunHead) and head.manifest.results_sha256 is not None:
+            with self._lines_lock:
+                if i in self._lines:
+                    return self._lines[i]
+                try:
+                    data = (head.path / "results.jsonl").read_bytes()
+                except OSError:
+                    data = None
+                if data is not None and (
+                    hashlib.sha256(data).hexdigest() == head.manifest.results_sha256
+                ):
+                    lines = data.split(b"\n")
+                    if lines and not lines[-1]:
+                        lines.pop()
+                    self._lines[i] = _Lines(lines)
+                    return self._lines[i]
+        return _Loaded(self.run(i))  # which raises what is wrong, if anything
+
+    def _from_source(self, i: int, make: Callable[[_Source], _T]) -> _T:
+        """``make`` over run ``i``'s questions (:meth:`_source`); over its results read
+        whole if its lines cannot be parsed (the read then says why)."""
+        source = self._source(i)
+        if isinstance(source, _Lines):
+            try:
+                return make(source)
+            except (KeyError, TypeError, ValueError):
+                pass
+        return make(_Loaded(self.run(i)))
+
+    def prefetch(self, budget: int = PREFETCH_BYTES) -> threading.Thread:
+        """Read the runs' results on a daemon thread, in order, while their
+        ``results.jsonl`` files together stay within ``budget`` bytes, so a run's pages
+        are ready when asked for (a request meanwhile waits for the one reading, never
+        reads twice); a run that cannot be read is left for a request to report."""
+
+        def read() -> None:
+            left = budget
+            for i, head in enumerate(self.heads):
+                if self._loaded[i] is not None:
+                    continue
+                try:
+                    left -= (head.path / "results.jsonl").stat().st_size
+                except OSError:
+                    continue
+                if left < 0:
+                    return
+                with contextlib.suppress(Exception):  # its page says why
+                    self.run(i)
+
+        thread = threading.Thread(target=read, name="himga-view-prefetch", daemon=True)
+        thread.start()
+        return thread
 
     @staticmethod
     def _score_metric(run: Run | PartialRun | RunHead) -> str | None:
@@ -246,6 +404,8 @@ class ViewData:
         any), with ``disagree`` those on which the judged runs' verdicts differ: ``total``
         questions chosen, each row ``[n, sample, question id, category, the question's
         first characters, outcome, score]``."""
+        if not outcome and not disagree:
+            return self._page_by_category(i, category, page)
         index = self.index(i)
         split = self._split() if disagree else None
         chosen = [
@@ -267,15 +427,53 @@ class ViewData:
             ]
             for n in chosen[page * PAGE : (page + 1) * PAGE]
         ]
+        return self._page(i, index["categories"], index["score_metric"], len(chosen), page, rows)
+
+    def _page(
+        self,
+        i: int,
+        categories: list[str],
+        metric: str | None,
+        total: int,
+        page: int,
+        rows: list[list[Any]],
+    ) -> dict[str, Any]:
         return {
             "run": i,
-            "categories": index["categories"],
+            "categories": categories,
             "outcomes": list(OUTCOMES),
-            "score_metric": index["score_metric"],
-            "total": len(chosen),
+            "score_metric": metric,
+            "total": total,
             "page": page,
             "rows": rows,
         }
+
+    def _page_by_category(self, i: int, category: str, page: int) -> dict[str, Any]:
+        """:meth:`questions` filtered by category alone: the outcome and score of the page's
+        questions only, not of the whole run, and before the run is read whole (the first
+        page of a 10,000-question run without reading or indexing it all)."""
+
+        def make(source: _Source) -> dict[str, Any]:
+            each = source.categories()
+            chosen = [n for n, found in enumerate(each) if not category or found == category]
+            rows = []
+            for n in chosen[page * PAGE : (page + 1) * PAGE]:
+                question = source.question(n)
+                found, score = self._judged(i, question)
+                result = question.result
+                text = result.question[:_TEXT_SHOWN]
+                row = [n, result.sample_id, result.question_id, result.category, text]
+                rows.append([*row, OUTCOMES[found], score])
+            categories = list(dict.fromkeys(each))
+            return self._page(i, categories, self._scores[i], len(chosen), page, rows)
+
+        return self._from_source(i, make)
+
+    def _judged(self, i: int, question: _Question) -> tuple[int, float | None]:
+        """The question's outcome (its index in :data:`OUTCOMES`) and score."""
+        metric = self._scores[i]
+        score = None if metric is None else self._metrics(question, metric)[metric]
+        return _outcome(question), _number(score)
 
     def _split(self) -> set[tuple[str, str]]:
         """The questions (sample, question id) given different verdicts by the judged runs."""
@@ -311,9 +509,9 @@ class ViewData:
             columns["sample"].append(result.sample_id)
             columns["question_id"].append(result.question_id)
             columns["category"].append(categories.setdefault(result.category, len(categories)))
-            columns["outcome"].append(outcome(run, n))
-            score = None if metric is None else self._metrics(n, run, metric)[metric]
-            columns["score"].append(_number(score))
+            found, score = self._judged(i, _Question.of(run, n))
+            columns["outcome"].append(found)
+            columns["score"].append(score)
             columns["text"].append(result.question[:_TEXT_SHOWN])
         return {
             "run": i,
@@ -324,35 +522,38 @@ class ViewData:
         }
 
     @staticmethod
-    def _metrics(n: int, run: Run | PartialRun, *only: str) -> dict[str, float | None]:
-        """Question ``n``'s scores: those named in ``only``, or all."""
-        judge = run.judge[n]
-        value = None if math.isnan(judge) else judge
-        return question_scores(run.results[n], value, only=only or None)
+    def _metrics(question: _Question, *only: str) -> dict[str, float | None]:
+        """The question's scores: those named in ``only``, or all."""
+        value = None if math.isnan(question.judge) else question.judge
+        return question_scores(question.result, value, only=only or None)
 
     def question(self, i: int, n: int) -> dict[str, Any]:
         """Question ``n`` of run ``i`` in full: the result record, its verdict, outcome and
-        the spans of the evidence texts in its context; ``IndexError`` when there is none."""
-        run = self.run(i)
-        if not 0 <= n < len(run.results):
-            raise IndexError(f"run {i} has no question {n}")
-        result = run.results[n]
-        record = result.to_dict()
-        judge = run.judge[n]
-        record |= {
-            "run": i,
-            "index": n,
-            "judge": None if math.isnan(judge) else judge,
-            "judge_error": run.judge_errors[n] if run.judge_errors else None,
-            "outcome": OUTCOMES[outcome(run, n)],
-            "evidence_spans": evidence_spans(result.context, result.evidence_texts),
-            "metrics": {  # those of the tables, by title
-                available_metrics()[name].title: _number(value)
-                for name, value in self._metrics(n, run, *self._table_metrics).items()
-                if _number(value) is not None
-            },
-        }
-        return record
+        the spans of the evidence texts in its context; ``IndexError`` when there is none.
+        Made before the run is read whole, from its line."""
+
+        def make(source: _Source) -> dict[str, Any]:
+            if not 0 <= n < len(source):
+                raise IndexError(f"run {i} has no question {n}")
+            question = source.question(n)
+            result = question.result
+            record = result.to_dict()
+            record |= {
+                "run": i,
+                "index": n,
+                "judge": None if math.isnan(question.judge) else question.judge,
+                "judge_error": question.judge_error,
+                "outcome": OUTCOMES[_outcome(question)],
+                "evidence_spans": evidence_spans(result.context, result.evidence_texts),
+                "metrics": {  # those of the tables, by title
+                    available_metrics()[name].title: _number(value)
+                    for name, value in self._metrics(question, *self._table_metrics).items()
+                    if _number(value) is not None
+                },
+            }
+            return record
+
+        return self._from_source(i, make)
 
 
 def _intervals(blocks: Mapping[str, Mapping[str, Any]]) -> dict[str, dict[str, list[float]]]:

@@ -12,7 +12,7 @@ from himga._extras import require
 from himga.data.schema import Message, Session
 from himga.memory._embedder import as_embedder
 from himga.memory._himga._weights import HiMGAWeights
-from himga.memory._protocol import COLD_START_EMBEDS
+from himga.memory._protocol import COLD_START_EMBEDS, EmbeddingReporter
 from himga.memory._ranking import RankedTurns, top_k
 from himga.memory._text import ENGLISH_STOPWORDS, format_line, words
 
@@ -25,7 +25,7 @@ __all__ = ["HiMGAMemory"]
 _PURPOSE = "HiMGAMemory"
 
 
-class HiMGAMemory(RankedTurns):
+class HiMGAMemory(EmbeddingReporter, RankedTurns):
     """Hierarchical multi-graph memory: BM25 at four levels, spread over typed turn graphs.
 
     Levels: turn, context window (+-1 and +-2 turns of its session), session
@@ -181,7 +181,7 @@ class HiMGAMemory(RankedTurns):
                 f"{role}: {content}"
                 for role, content in zip(self._roles[done:], self._contents[done:], strict=True)
             ]
-            block = embedder.embed(passages, "passage")
+            block = self.embed_passages(embedder, passages)
             self._embedded = block if self._embedded is None else np.vstack([self._embedded, block])
         return self._embedded
 
