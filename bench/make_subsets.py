@@ -7,7 +7,7 @@ Run by hand; it rewrites ``docs/subsets/*.txt`` and prints each subset's counts:
 Each subset is drawn per question category: one ``random.Random(SEED)`` samples each
 category's ids (listed in dataset order) in turn, categories in the benchmark's report
 order, so the same data and seed give the same files
-(``tests/test_subsets.py`` redraws them and compares):
+(``tests/data/test_subsets.py`` redraws them and compares):
 
 * ``locomo10_200.txt``: 200 LoCoMo-10 questions, proportional to each category's
   share of the 1,986, with a floor of 20 a category (open-domain's share would be

@@ -1,6 +1,6 @@
 """A benchmark defined outside himga, as a third party would: ToyQA.
 
-Nothing here is imported by himga itself; ``tests/test_benchmarks.py`` registers
+Nothing here is imported by himga itself; ``tests/benchmarks/test_benchmarks.py`` registers
 it through the ``himga.benchmarks`` entry-point group (a dist-info made at test
 time) or :func:`himga.benchmarks.register_benchmark`.
 

@@ -56,7 +56,7 @@ _MODULES: Final = ("llama_cpp", "uvicorn", "fastapi", "sse_starlette", "starlett
 # Environment variables the server reads as settings (pydantic-settings matches field
 # names case-insensitively; HOST and PORT even override its arguments): kept from it,
 # so what the server loads and where it listens is exactly what himga asked for.
-# tests/test_llm_local.py checks this covers every setting of the installed runtime.
+# tests/llm/test_llm_local.py checks this covers every setting of the installed runtime.
 SERVER_SETTINGS_ENV: Final = frozenset(
     {
         "api_key", "cache", "cache_size", "cache_type", "chat_format", "chat_template_kwargs",
