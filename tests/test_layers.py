@@ -18,7 +18,7 @@ _SRC = Path(himga.__file__).resolve().parent
 _LAYERS: tuple[frozenset[str], ...] = tuple(
     frozenset(names.split())
     for names in (
-        "__init__ _errors _json _lazy _redact _exit_guard _loopback",
+        "__init__ _errors _json _lazy _redact _exit_guard _loopback _registry",
         "_extras",
         "data",
         "llm embed",
