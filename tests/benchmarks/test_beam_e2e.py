@@ -86,7 +86,7 @@ def test_answered_and_judged_by_the_fake_llm(
 ) -> None:
     monkeypatch.setenv("HIMGA_DATA_DIR", str(data_dir))
     official = BeamBenchmark("100K", name="beam-100k-official", official_scoring=True)
-    monkeypatch.setitem(_registry._registered, official.name, official)
+    monkeypatch.setitem(_registry._benchmarks.registered.entries, official.name, official)
     llm = get_client("anthropic")
     scores = {}
     for name in ("beam-100k", "beam-100k-official"):

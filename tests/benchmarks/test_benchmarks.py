@@ -93,7 +93,7 @@ def test_register_benchmark_makes_it_loadable_and_evaluable(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # This test's registration must not leak into the other tests of the process.
-    monkeypatch.setattr(_registry, "_registered", {})
+    monkeypatch.setattr(_registry._benchmarks.registered, "entries", {})
     toy: Benchmark = ToyQA(name="toyqa-registered")
     register_benchmark(toy, replace=True)
     with pytest.raises(BenchmarkLoadError, match="already registered"):

@@ -200,7 +200,7 @@ def test_a_name_of_a_builtin_or_claimed_twice_is_refused_naming_both(site: Path)
     install_plugin(site, "mine = tests.benchmarks.test_benchmarks_plugins:shadows_locomo")
     install_plugin(site, "toyqa = tests.external_benchmark:benchmarks", dist="other-plugin")
     install_plugin(site, "again = tests.external_benchmark:ToyQA", dist="third-plugin")
-    assert get_benchmark("locomo") is _registry._builtin()["locomo"][0]
+    assert get_benchmark("locomo") is _registry._builtin()["locomo"].value
     assert get_benchmark("toyqa-ok").name == "toyqa-ok"  # the plug-in's other benchmark
     assert get_benchmark("toyqa-mini").name == "toyqa-mini"
     with pytest.warns(BenchmarkPluginWarning) as listed:

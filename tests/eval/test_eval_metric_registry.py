@@ -62,7 +62,7 @@ def test_builtins_cannot_be_replaced_and_names_not_taken_twice(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     # This test's registration must not leak into the other tests of the process.
-    monkeypatch.setattr(_metric_registry, "_registered", {})
+    monkeypatch.setattr(_metric_registry._metrics, "entries", {})
     with pytest.raises(ValueError, match="built-in"):
         register_metric(Metric("f1", "F1", "prediction", lambda r, j: 0.0))
     mine = Metric("answer_length", "len", "prediction", lambda r, j: float(len(r.prediction or "")))

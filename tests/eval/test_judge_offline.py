@@ -142,7 +142,7 @@ class _OldToyJudge:
 def test_a_plug_in_is_judged_offline_through_its_offline_reply(
     judge: Any, status: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(_registry, "_registered", {})
+    monkeypatch.setattr(_registry._benchmarks.registered, "entries", {})
     register_benchmark(dataclasses.replace(ToyQA(name="toyqa-offline"), judge=judge))
     data = write_toyqa(tmp_path / "toyqa.json")
     out = tmp_path / "run"

@@ -19,19 +19,17 @@ the entry point(s): :class:`JudgePromptError` when that name is asked, a
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from importlib.metadata import EntryPoint, entry_points
+from importlib.metadata import EntryPoint
 
 from himga._errors import HimgaError
+from himga._registry import Entry, Registered, Registry
 from himga.benchmarks._protocol import Judge
 from himga.benchmarks._registry import (
-    PluginCaches,
-    entry_point_origin,
     get_benchmark,
     load_isolated,
     one_line,
-    plugins_disabled,
     resolve_entry_point,
     warn_skipped,
 )
@@ -49,7 +47,6 @@ __all__ = [
 ENTRY_POINT_GROUP = "himga.judge_prompts"
 #: The name of every benchmark's own judge.
 OFFICIAL = "official"
-_BUILTIN_DISTRIBUTION = "himga"
 
 
 class JudgePromptError(HimgaError, ValueError):
@@ -105,85 +102,47 @@ def _made(loaded: object, origin: str) -> list[JudgePrompt]:
     return [_checked(one, origin) for one in made]
 
 
-def _origin(entry_point: EntryPoint) -> str:
-    return entry_point_origin("judge prompt", entry_point)
+def _load(entry_point: EntryPoint, origin: str) -> list[tuple[_Key, JudgePrompt]]:
+    made = _made(resolve_entry_point(entry_point, origin, JudgePromptError), origin)
+    return [((bench, prompt.name), prompt) for prompt in made for bench in prompt.benchmarks]
 
 
-def _load(entry_point: EntryPoint) -> list[JudgePrompt]:
-    origin = _origin(entry_point)
-    return _made(resolve_entry_point(entry_point, origin, JudgePromptError), origin)
+def _load_plugin(entry_point: EntryPoint, origin: str) -> list[tuple[_Key, JudgePrompt]]:
+    return load_isolated(
+        entry_point.name, origin, functools.partial(_load, entry_point, origin), JudgePromptError
+    )
 
 
-def _builtins() -> dict[_Key, tuple[JudgePrompt, str]]:
-    found: dict[_Key, tuple[JudgePrompt, str]] = {}
-    for entry_point in entry_points(group=ENTRY_POINT_GROUP):
-        if entry_point.dist is not None and entry_point.dist.name == _BUILTIN_DISTRIBUTION:
-            for prompt in _load(entry_point):
-                for benchmark in prompt.benchmarks:
-                    found.setdefault((benchmark, prompt.name), (prompt, _origin(entry_point)))
-    return found
+def _reserved(key: _Key, builtins: Mapping[_Key, Entry[JudgePrompt]]) -> str | None:
+    if key[1] == OFFICIAL:
+        return "every benchmark's own judge"
+    return builtins[key].origin if key in builtins else None
 
 
-@dataclass(frozen=True)
-class _Found:
-    prompts: dict[_Key, JudgePrompt]
-    broken: dict[_Key, str]  # by each key it claims; (entry point name, "") when none is known
-
-
-def _plugins(builtins: dict[_Key, tuple[JudgePrompt, str]]) -> _Found:
-    claims: dict[_Key, list[tuple[JudgePrompt, str]]] = {}
-    broken: dict[_Key, str] = {}
-    for entry_point in entry_points(group=ENTRY_POINT_GROUP):
-        if entry_point.dist is not None and entry_point.dist.name == _BUILTIN_DISTRIBUTION:
-            continue
-        origin = _origin(entry_point)
-        try:
-            made = load_isolated(
-                entry_point.name, origin, functools.partial(_load, entry_point), JudgePromptError
-            )
-        except JudgePromptError as exc:
-            broken[(entry_point.name, "")] = str(exc)
-            continue
-        for prompt in made:
-            for benchmark in prompt.benchmarks:
-                key = (benchmark, prompt.name)
-                if prompt.name == OFFICIAL or key in builtins:
-                    where = (
-                        "every benchmark's own judge"
-                        if prompt.name == OFFICIAL
-                        else builtins[key][1]
-                    )
-                    broken[key] = (
-                        f"{origin}: judge prompt {prompt.name!r} of {benchmark!r} is refused: "
-                        f"it is himga's built-in ({where})"
-                    )
-                    continue
-                claims.setdefault(key, []).append((prompt, origin))
-    found: dict[_Key, JudgePrompt] = {}
-    for key, claimants in claims.items():
-        origins = list(dict.fromkeys(origin for _, origin in claimants))
-        if len(origins) == 1:
-            found[key] = claimants[0][0]
-        else:
-            broken[key] = (
-                f"judge prompt {key[1]!r} of {key[0]!r} is registered twice: by "
-                f"{' and by '.join(origins)}; neither is used"
-            )
-    return _Found(found, broken)
-
-
-_registered: dict[_Key, JudgePrompt] = {}
-_caches = PluginCaches(_builtins, _plugins)
-
-
-def _builtin() -> dict[_Key, tuple[JudgePrompt, str]]:
-    return _caches.builtins()
-
-
-def _third_party() -> _Found:
-    if plugins_disabled():
-        return _Found({}, {})
-    return _caches.plugins()
+_prompts: Registry[_Key, JudgePrompt] = Registry(
+    group=ENTRY_POINT_GROUP,
+    kind="judge prompt",
+    error=JudgePromptError,
+    registered=Registered(
+        JudgePromptError,
+        lambda key: (
+            f"judge prompt {key[1]!r} of {key[0]!r} is already registered; pass replace=True"
+        ),
+    ),
+    load_builtin=_load,
+    load_plugin=_load_plugin,
+    broken_key=lambda entry_point: (entry_point.name, ""),  # no key is known
+    reserved=_reserved,
+    same=lambda one, other: one.origin == other.origin,
+    refused=lambda key, origin, where: (
+        f"{origin}: judge prompt {key[1]!r} of {key[0]!r} is refused: "
+        f"it is himga's built-in ({where})"
+    ),
+    twice=lambda key, origins: (
+        f"judge prompt {key[1]!r} of {key[0]!r} is registered twice: by "
+        f"{' and by '.join(origins)}; neither is used"
+    ),
+)
 
 
 def _official(benchmark: str) -> JudgePrompt | None:
@@ -201,12 +160,7 @@ def judge_prompts(benchmark: str) -> dict[str, JudgePrompt]:
     official = _official(benchmark)
     if official is not None:
         found[OFFICIAL] = official
-    found.update({n: p for (b, n), (p, _) in _builtin().items() if b == benchmark})
-    plugins = _third_party()
-    for line in dict.fromkeys(plugins.broken.values()):
-        warn_skipped(line)
-    found.update({n: p for (b, n), p in plugins.prompts.items() if b == benchmark})
-    found.update({n: p for (b, n), p in _registered.items() if b == benchmark})
+    found.update({n: p for (b, n), p in _prompts.entries(warn_skipped).items() if b == benchmark})
     return found
 
 
@@ -214,20 +168,16 @@ def get_judge_prompt(benchmark: str, name: str = OFFICIAL) -> JudgePrompt:
     """The judge prompt ``name`` of ``benchmark``; :class:`JudgePromptError` listing the
     known ones when there is none, or naming the plug-in that gives it when it is broken."""
     key = (benchmark, name)
-    if key in _registered:
-        return _registered[key]
-    if name == OFFICIAL:
+    if name != OFFICIAL:
+        found = _prompts.lookup(key)
+        if found is not None:
+            return found
+    elif key in _prompts.registered.entries:  # a benchmark without a judge's "official"
+        return _prompts.registered.entries[key]
+    else:
         official = _official(benchmark)
         if official is not None:
             return official
-    elif key in _builtin():
-        return _builtin()[key][0]
-    else:
-        plugins = _third_party()
-        if key in plugins.prompts:
-            return plugins.prompts[key]
-        if key in plugins.broken:
-            raise JudgePromptError(plugins.broken[key])
     known = ", ".join(judge_prompts(benchmark)) or "none (it has no judge)"
     raise JudgePromptError(f"no judge prompt {name!r} for {benchmark!r}; known: {known}")
 
@@ -236,11 +186,8 @@ def register_judge_prompt(prompt: JudgePrompt, *, replace: bool = False) -> None
     """Make ``prompt`` known for each of its benchmarks, in this process; a (benchmark,
     name) already known is :class:`JudgePromptError` unless ``replace``."""
     checked = _checked(prompt, "register_judge_prompt")
-    for benchmark in checked.benchmarks:
-        if not replace and checked.name in judge_prompts(benchmark):
-            raise JudgePromptError(
-                f"judge prompt {checked.name!r} of {benchmark!r} is already registered; "
-                "pass replace=True"
-            )
-    for benchmark in checked.benchmarks:
-        _registered[(benchmark, checked.name)] = checked
+    _prompts.registered.add(
+        [((benchmark, checked.name), checked) for benchmark in checked.benchmarks],
+        replace=replace,
+        taken=lambda key: key[1] in judge_prompts(key[0]),
+    )

@@ -35,17 +35,23 @@ it by :mod:`._resolve` and :mod:`._load` (:func:`~himga.benchmarks.load_dataset`
 from __future__ import annotations
 
 import importlib
-import os
-import sys
 import threading
 import warnings
 from collections.abc import Callable, Iterable, Iterator, Sequence, Set
 from dataclasses import dataclass
-from importlib.metadata import EntryPoint, entry_points
+from importlib.metadata import EntryPoint
 from pathlib import Path
-from typing import TYPE_CHECKING, Generic, TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from himga._errors import HimgaError, HimgaWarning
+from himga._registry import (
+    Entry,
+    Registered,
+    Registry,
+    distinct,
+    entry_point_origin,
+    plugins_disabled,
+)
 from himga.benchmarks._protocol import Benchmark, Judge
 from himga.data._errors import UnknownDatasetError
 from himga.data.schema import Sample
@@ -66,7 +72,6 @@ __all__ = [
 ]
 
 ENTRY_POINT_GROUP = "himga.benchmarks"
-_BUILTIN_DISTRIBUTION = "himga"
 VARIANT_SEPARATOR = "+"
 #: Seconds one third-party entry point may take to load (import and call).
 PLUGIN_LOAD_TIMEOUT = 30.0
@@ -247,13 +252,6 @@ def _as_benchmarks(loaded: object, origin: str) -> list[object]:
         raise BenchmarkLoadError(f"{origin}: calling {loaded!r} {failure(exc)}") from exc
 
 
-def entry_point_origin(kind: str, entry_point: EntryPoint) -> str:
-    """How errors and warnings name an entry point of ``kind`` (``"benchmark"``): its
-    name, ``module:attr`` and distribution."""
-    distribution = entry_point.dist.name if entry_point.dist is not None else "<unknown>"
-    return f"{kind} entry point {entry_point.name!r} ({entry_point.value}) of {distribution!r}"
-
-
 def _origin(entry_point: EntryPoint) -> str:
     return entry_point_origin("benchmark", entry_point)
 
@@ -307,70 +305,27 @@ def load_isolated(
     return result
 
 
-def _isolated(entry_point: EntryPoint, origin: str) -> list[_Plugin]:
+def _load_builtin(entry_point: EntryPoint, origin: str) -> Iterator[tuple[str, Benchmark]]:
+    for benchmark in _import(entry_point, origin):
+        assert isinstance(benchmark, Benchmark)  # himga's own
+        yield benchmark.name, benchmark
+
+
+def _load_plugin(entry_point: EntryPoint, origin: str) -> list[tuple[str, Benchmark]]:
     """The benchmarks of one third-party entry point (:func:`load_isolated`)."""
-    return load_isolated(
+    made = load_isolated(
         entry_point.name,
         origin,
         lambda: [_checked(made, origin) for made in _import(entry_point, origin)],
     )
+    return [(plugin.name, plugin) for plugin in made]
 
 
-@dataclass(frozen=True)
-class _Found:
-    """What one set of entry points gave: benchmarks by name with their origin, and one
-    line per broken plug-in, by each name it is known under."""
-
-    benchmarks: dict[str, tuple[Benchmark, str]]
-    broken: dict[str, str]
-
-
-def _builtins() -> dict[str, tuple[Benchmark, str]]:
-    found: dict[str, tuple[Benchmark, str]] = {}
-    for entry_point in entry_points(group=ENTRY_POINT_GROUP):
-        if entry_point.dist is None or entry_point.dist.name != _BUILTIN_DISTRIBUTION:
-            continue
-        origin = _origin(entry_point)
-        for benchmark in _import(entry_point, origin):
-            assert isinstance(benchmark, Benchmark)  # himga's own
-            found.setdefault(benchmark.name, (benchmark, origin))
-    return found
-
-
-def _plugins(builtins: dict[str, tuple[Benchmark, str]]) -> _Found:
-    claims: dict[str, list[tuple[_Plugin, str]]] = {}
-    broken: dict[str, str] = {}
-    seen: set[tuple[str, str]] = set()
-    for entry_point in entry_points(group=ENTRY_POINT_GROUP):
-        if entry_point.dist is not None and entry_point.dist.name == _BUILTIN_DISTRIBUTION:
-            continue
-        if (entry_point.name, entry_point.value) in seen:  # one distribution found twice
-            continue
-        seen.add((entry_point.name, entry_point.value))
-        origin = _origin(entry_point)
-        try:
-            made = _isolated(entry_point, origin)
-        except BenchmarkLoadError as exc:
-            broken[entry_point.name] = str(exc)
-            continue
-        for plugin in made:
-            if plugin.name in builtins:
-                broken[plugin.name] = (
-                    f"{origin}: benchmark name {plugin.name!r} is refused: it is himga's "
-                    f"built-in ({builtins[plugin.name][1]})"
-                )
-                continue
-            same = claims.setdefault(plugin.name, [])
-            if all(other.inner is not plugin.inner for other, _ in same):
-                same.append((plugin, origin))
-    found: dict[str, tuple[Benchmark, str]] = {}
-    for name, claimants in claims.items():
-        if len(claimants) == 1:
-            found[name] = claimants[0]
-        else:
-            who = " and by ".join(origin for _, origin in claimants)
-            broken[name] = f"benchmark name {name!r} is registered twice: by {who}; neither is used"
-    return _Found(found, broken)
+def _same(one: Entry[Benchmark], other: Entry[Benchmark]) -> bool:
+    """One benchmark object reached twice (its plug-ins are each a :class:`_Plugin`)."""
+    assert isinstance(one.value, _Plugin)
+    assert isinstance(other.value, _Plugin)
+    return one.value.inner is other.value.inner
 
 
 class _Loading(threading.local):
@@ -379,64 +334,37 @@ class _Loading(threading.local):
     active = False
 
 
-def plugins_disabled() -> bool:
-    """``HIMGA_NO_PLUGINS`` is set (to anything but ``0``): only himga's own are used."""
-    return os.environ.get("HIMGA_NO_PLUGINS", "") not in ("", "0")
-
-
-_B = TypeVar("_B")
-_F = TypeVar("_F")
-
-
-class PluginCaches(Generic[_B, _F]):
-    """What himga's own entry points of a group give (``find_builtins``), found once, and
-    what the third-party ones give (``find_plugins``, told the built-ins), found again
-    whenever ``sys.path`` changes: a distribution put on the path later is then picked
-    up. One lock is held while either is filled, plug-ins' loading included."""
-
-    def __init__(self, find_builtins: Callable[[], _B], find_plugins: Callable[[_B], _F]) -> None:
-        self._lock = threading.Lock()
-        self._find_builtins = find_builtins
-        self._find_plugins = find_plugins
-        self._builtins: _B | None = None
-        self._plugins: tuple[tuple[str, ...], _F] | None = None
-
-    def builtins(self) -> _B:
-        if self._builtins is not None:  # filled before any plug-in loads
-            return self._builtins
-        with self._lock:
-            if self._builtins is None:
-                self._builtins = self._find_builtins()
-            return self._builtins
-
-    def plugins(self) -> _F:
-        builtins = self.builtins()
-        key = tuple(sys.path)
-        with self._lock:
-            if self._plugins is None or self._plugins[0] != key:
-                self._plugins = (key, self._find_plugins(builtins))
-            return self._plugins[1]
-
-
-# _caches' lock is held while a cache is filled, plug-ins included; _registered has its
-# own, so a plug-in registering a benchmark while it loads does not wait for its loader.
-_caches = PluginCaches(_builtins, _plugins)
-_registered_lock = threading.Lock()
 _loading = _Loading()
-_registered: dict[str, Benchmark] = {}
 _warned: set[str] = set()
+_benchmarks: Registry[str, Benchmark] = Registry(
+    group=ENTRY_POINT_GROUP,
+    kind="benchmark",
+    error=BenchmarkLoadError,
+    registered=Registered(
+        BenchmarkLoadError,
+        lambda name: f"benchmark name {name!r} is already registered; pass replace=True",
+    ),
+    load_builtin=_load_builtin,
+    load_plugin=_load_plugin,
+    broken_key=lambda entry_point: entry_point.name,
+    reserved=lambda name, builtins: builtins[name].origin if name in builtins else None,
+    same=_same,
+    refused=lambda name, origin, where: (
+        f"{origin}: benchmark name {name!r} is refused: it is himga's built-in ({where})"
+    ),
+    twice=lambda name, origins: (
+        f"benchmark name {name!r} is registered twice: by {' and by '.join(origins)}; "
+        "neither is used"
+    ),
+    select=distinct,
+    # A plug-in looking benchmarks up while it loads (to derive one from a built-in)
+    # sees the built-ins and the registered ones, not the plug-ins being loaded.
+    plugins_off=lambda: plugins_disabled() or _loading.active,
+)
 
 
-def _builtin() -> dict[str, tuple[Benchmark, str]]:
-    return _caches.builtins()
-
-
-def _third_party() -> _Found:
-    if plugins_disabled() or _loading.active:
-        # A plug-in looking benchmarks up while it loads (to derive one from a built-in)
-        # sees the built-ins and the registered ones, not the plug-ins being loaded.
-        return _Found({}, {})
-    return _caches.plugins()
+def _builtin() -> dict[str, Entry[Benchmark]]:
+    return _benchmarks.builtins()
 
 
 def warn_skipped(line: str) -> None:
@@ -449,29 +377,13 @@ def warn_skipped(line: str) -> None:
 
 def _all() -> dict[str, Benchmark]:
     """Every benchmark, the broken plug-ins warned (once each)."""
-    plugins = _third_party()
-    for line in plugins.broken.values():
-        warn_skipped(line)
-    merged = {name: benchmark for name, (benchmark, _) in _builtin().items()}
-    merged.update((name, benchmark) for name, (benchmark, _) in plugins.benchmarks.items())
-    merged.update(_registered)
-    return merged
+    return _benchmarks.entries(warn_skipped)
 
 
 def _lookup(name: str) -> Benchmark | None:
     """The benchmark ``name``, loading plug-ins only if it is no built-in;
     :class:`BenchmarkLoadError` if the plug-in that gives it is broken."""
-    if name in _registered:
-        return _registered[name]
-    builtin = _builtin()
-    if name in builtin:
-        return builtin[name][0]
-    plugins = _third_party()
-    if name in plugins.benchmarks:
-        return plugins.benchmarks[name][0]
-    if name in plugins.broken:
-        raise BenchmarkLoadError(plugins.broken[name])
-    return None
+    return _benchmarks.lookup(name)
 
 
 def register_benchmark(benchmark: Benchmark, *, replace: bool = False) -> None:
@@ -485,12 +397,9 @@ def register_benchmark(benchmark: Benchmark, *, replace: bool = False) -> None:
         raise TypeError(f"register_benchmark: {benchmark!r} is not a Benchmark")
     if not isinstance(benchmark.name, str) or not benchmark.name:
         raise TypeError(f"register_benchmark: name {benchmark.name!r} is not a non-empty string")
-    if not replace and benchmark.name in _all():
-        raise BenchmarkLoadError(
-            f"benchmark name {benchmark.name!r} is already registered; pass replace=True"
-        )
-    with _registered_lock:
-        _registered[benchmark.name] = benchmark
+    _benchmarks.registered.add(
+        [(benchmark.name, benchmark)], replace=replace, taken=lambda name: name in _all()
+    )
 
 
 def benchmarks() -> dict[str, Benchmark]:
@@ -507,7 +416,7 @@ def get_benchmark(name: str) -> Benchmark:
         return found
     known = _all()
     listed = ", ".join(known) or "none"
-    broken = _third_party().broken
+    broken = _benchmarks.plugins().broken
     skipped = f"; broken plug-ins skipped: {', '.join(map(repr, broken))}" if broken else ""
     raise UnknownDatasetError(f"unknown dataset {name!r}; known: {listed}{skipped}")
 

@@ -9,10 +9,10 @@ metrics (LongMemEval's ``longmemeval_retrieval``).
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 
 from himga._errors import HimgaError
+from himga._registry import Registered
 from himga.benchmarks._protocol import Benchmark
 from himga.benchmarks._registry import BenchmarkLoadError, benchmarks, find_benchmark, warn_skipped
 from himga.eval._ranking import (
@@ -176,8 +176,12 @@ _BUILTIN: tuple[Metric, ...] = (
            description="mean size of the retrieved context, in characters"),
 )  # fmt: skip
 
-_lock = threading.Lock()
-_registered: dict[str, Metric] = {}
+# Metrics have no entry points: the built-ins are the list above, the rest registered.
+# Unlike benchmarks, a built-in cannot be replaced and a title may not be taken twice,
+# checked under the registered entries' lock.
+_metrics: Registered[str, Metric] = Registered(
+    ValueError, lambda name: f"metric {name!r} is already registered; pass replace=True"
+)
 
 
 def register_metric(metric: Metric, *, replace: bool = False) -> None:
@@ -189,17 +193,17 @@ def register_metric(metric: Metric, *, replace: bool = False) -> None:
     """
     if not isinstance(metric, Metric):
         raise TypeError(f"register_metric: {metric!r} is not a Metric")
-    with _lock:
+    with _metrics.lock:
         if any(m.name == metric.name for m in _BUILTIN):
             raise ValueError(f"{metric.name!r} is a built-in metric and cannot be replaced")
-        if metric.name in _registered and not replace:
-            raise ValueError(f"metric {metric.name!r} is already registered; pass replace=True")
-        clash = _same_title(metric, [*_BUILTIN, *_registered.values()])
+        if metric.name in _metrics.entries and not replace:
+            raise _metrics.duplicate(metric.name)
+        clash = _same_title(metric, [*_BUILTIN, *_metrics.entries.values()])
         if clash is not None:
             raise ValueError(
                 f"metric {metric.name!r} is titled {metric.title!r} like metric {clash.name!r}"
             )
-        _registered[metric.name] = metric
+        _metrics.entries[metric.name] = metric
 
 
 def _same_title(metric: Metric, others: Iterable[Metric]) -> Metric | None:
@@ -230,8 +234,8 @@ def _own(benchmark: Benchmark) -> list[Metric | RunMetric]:
 
 
 def _global() -> list[Metric]:
-    with _lock:
-        return [*_BUILTIN, *_registered.values()]
+    with _metrics.lock:
+        return [*_BUILTIN, *_metrics.entries.values()]
 
 
 def _merged(base: Sequence[Metric], own: Iterable[Metric | RunMetric]) -> list[Metric]:

@@ -24,6 +24,8 @@ from urllib.request import url2pathname
 
 from himga._errors import HimgaError
 from himga._redact import redact_arguments
+from himga._registry import BUILTIN_DISTRIBUTION as BUILTIN_DISTRIBUTION
+from himga._registry import plugins_disabled
 from himga.memory._protocol import BaseMemory
 
 __all__ = [
@@ -44,9 +46,12 @@ __all__ = [
 ]
 
 ENTRY_POINT_GROUP = "himga.memories"
-# The built-in memories are the entry points of himga's own distribution, registered
-# exactly like third-party ones; HIMGA_NO_PLUGINS=1 keeps only these.
-BUILTIN_DISTRIBUTION = "himga"
+# The built-in memories are the entry points of himga's own distribution
+# (BUILTIN_DISTRIBUTION), registered exactly like third-party ones; HIMGA_NO_PLUGINS=1
+# keeps only these. Unlike the other registries (himga._registry.Registry), memories are
+# listed from entry-point metadata without importing any of them, so a conflict cannot
+# be settled by loading: two distributions claiming one name raise PluginConflictError
+# when that name is listed or loaded.
 
 MemoryFactory = Callable[[], BaseMemory]
 """A zero-argument callable returning a fresh memory (a memory class is one)."""
@@ -123,13 +128,9 @@ def _installed(name: str) -> bool:
     return True
 
 
-def _plugins_enabled() -> bool:
-    return os.environ.get("HIMGA_NO_PLUGINS", "") in ("", "0")
-
-
 def _registered() -> dict[str, list[MemoryPlugin]]:
     claims: dict[str, list[MemoryPlugin]] = {}
-    include_third_party = _plugins_enabled()
+    include_third_party = not plugins_disabled()
     for entry_point in entry_points(group=ENTRY_POINT_GROUP):
         distribution = entry_point.dist.name if entry_point.dist is not None else "<unknown>"
         if not include_third_party and distribution != BUILTIN_DISTRIBUTION:
