@@ -16,6 +16,7 @@ from himga.benchmarks import (
     BenchmarkLoadError,
     UnknownDatasetError,
     _registry,
+    benchmark_from_spec,
     find_benchmark,
     get_benchmark,
     load_dataset,
@@ -143,3 +144,34 @@ def test_the_builtin_benchmarks_are_registrations() -> None:
     assert lme.headline_excludes == frozenset()
     assert find_benchmark("longmemeval_oracle+distractors") is lme
     assert [m.name for m in lme.metrics] == ["longmemeval_retrieval"]
+
+
+def test_a_module_attr_dataset_runs_through_eval_like_a_module_attr_memory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``--dataset module:attr`` (issue 35): the benchmark is loaded as a plug-in is,
+    registered under its own name, and the run is of that name; the spec is kept in the
+    manifest's arguments. A spec giving several benchmarks, or none, is refused."""
+    monkeypatch.setattr(_registry._benchmarks.registered, "entries", {})
+    monkeypatch.setattr(_registry, "_from_specs", {})
+    data = write_toyqa(tmp_path / "toyqa.json")
+    out = tmp_path / "run"
+    spec = "tests.external_benchmark:ToyQA"
+    argv = ["eval", "--dataset", spec, "--data-path", str(data), "--memory", "bm25"]
+    assert main([*argv, "--out", str(out), "--no-progress"]) == 0
+    assert "overall (no trap)" in capsys.readouterr().out
+    results, metrics, manifest = read_run(out)
+    assert {r["dataset"] for r in results} == {"toyqa"}
+    assert manifest["dataset"]["name"] == "toyqa"
+    assert manifest["arguments"]["dataset"] == spec
+    assert list(metrics["by_category"]) == ["recall", "trap"]
+    assert benchmark_from_spec(spec) is get_benchmark("toyqa")  # loaded once a process
+    assert main([*argv, "--out", str(out), "--resume", "--no-progress"]) == 0
+
+    with pytest.raises(BenchmarkLoadError, match=r"gives 2 benchmarks \('toyqa', 'toyqa-mini'\)"):
+        benchmark_from_spec("tests.external_benchmark:benchmarks")
+    with pytest.raises(BenchmarkLoadError, match="malformed dataset spec"):
+        benchmark_from_spec("tests.external_benchmark:")
+    code = main(["eval", "--dataset", "tests.no_such_module:X", "--no-progress"])
+    assert code == 2
+    assert "dataset spec 'tests.no_such_module:X'" in capsys.readouterr().err

@@ -40,7 +40,11 @@ def register(commands: Any) -> None:
             "finishes the run)."
         ),
     )
-    parser.add_argument("--dataset", default="locomo", help="dataset name (default: locomo)")
+    parser.add_argument(
+        "--dataset",
+        default="locomo",
+        help="registered dataset name or module:attr benchmark (default: locomo)",
+    )
     parser.add_argument(
         "--data-path",
         type=path,
@@ -384,12 +388,15 @@ def _kept(out: Path, *, given: bool) -> str:
 
 
 def _evaluate(args: argparse.Namespace, out: Path) -> int:
+    from himga.benchmarks import dataset_name
     from himga.memory import parse_memory_arguments
     from himga.runs import EvalRequest, evaluate_run
 
     # The options named as the request's fields pass as they are; the others are spelled out.
     same = {f.name: getattr(args, f.name) for f in fields(EvalRequest) if hasattr(args, f.name)}
     same["out"] = out
+    # A module:attr benchmark runs under its own name; the spec stays in the arguments.
+    same["dataset"] = dataset_name(args.dataset)
     request = EvalRequest(
         **same,
         memory_arguments=parse_memory_arguments(args.memory_arg),
@@ -408,7 +415,7 @@ def _evaluate(args: argparse.Namespace, out: Path) -> int:
     if outcome.resumed:
         print(f"resumed {outcome.resumed} of {outcome.planned} results from the checkpoint")
     measured = compute_measurements(outcome.results)
-    print(format_table(outcome.metrics, dataset=args.dataset, measurements=measured))
+    print(format_table(outcome.metrics, dataset=same["dataset"], measurements=measured))
     for line in outcome.summary():
         print(line)
     for line in outcome.problems():

@@ -65,7 +65,9 @@ __all__ = [
     "BenchmarkLoadError",
     "BenchmarkPluginWarning",
     "UnknownDatasetError",
+    "benchmark_from_spec",
     "benchmarks",
+    "dataset_name",
     "find_benchmark",
     "get_benchmark",
     "register_benchmark",
@@ -400,6 +402,45 @@ def register_benchmark(benchmark: Benchmark, *, replace: bool = False) -> None:
     _benchmarks.registered.add(
         [(benchmark.name, benchmark)], replace=replace, taken=lambda name: name in _all()
     )
+
+
+#: The benchmarks ``module:attr`` specs gave in this process, by spec.
+_from_specs: dict[str, Benchmark] = {}
+_specs_lock = threading.Lock()
+
+
+def benchmark_from_spec(spec: str) -> Benchmark:
+    """The benchmark a ``module:attr`` spec names (``--dataset mypackage.bench:BENCH``),
+    as ``--memory`` takes a memory: a :class:`Benchmark`, or a zero-argument callable
+    giving one (or an iterable holding exactly one). Loaded and checked as a plug-in is
+    (on its own thread, within :data:`PLUGIN_LOAD_TIMEOUT`), then registered under its
+    own name in this process, once per spec. :class:`BenchmarkLoadError` naming the spec
+    for a malformed spec, a failing import, no or several benchmarks, or a name another
+    benchmark has."""
+    module_name, _, attr = spec.partition(":")
+    if not module_name.strip() or not attr.strip() or ":" in attr:
+        raise BenchmarkLoadError(f"malformed dataset spec {spec!r}: expected 'module:attr'")
+    origin = f"dataset spec {spec!r}"
+    with _specs_lock:
+        if spec in _from_specs:
+            return _from_specs[spec]
+        entry_point = EntryPoint(name=spec, value=spec.strip(), group=ENTRY_POINT_GROUP)
+        made = load_isolated(
+            spec, origin, lambda: [_checked(one, origin) for one in _import(entry_point, origin)]
+        )
+        if len(made) != 1:
+            names = ", ".join(repr(plugin.name) for plugin in made) or "none"
+            raise BenchmarkLoadError(f"{origin} gives {len(made)} benchmarks ({names}), not one")
+        (benchmark,) = made
+        register_benchmark(benchmark)
+        _from_specs[spec] = benchmark
+        return benchmark
+
+
+def dataset_name(dataset: str) -> str:
+    """``dataset`` itself, or the name of the benchmark a ``module:attr`` spec gives
+    (:func:`benchmark_from_spec`, which registers it)."""
+    return benchmark_from_spec(dataset).name if ":" in dataset else dataset
 
 
 def benchmarks() -> dict[str, Benchmark]:

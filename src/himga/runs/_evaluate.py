@@ -309,11 +309,13 @@ def _plan(request: EvalRequest, notify: Callable[[str], None], meter: RunMeter) 
     options, the question file, the arm, the memory spec, pre-flight, API keys)
     before the dataset is read or fetched.
     """
-    from himga.benchmarks import get_benchmark
+    from himga.benchmarks import dataset_name, get_benchmark
     from himga.data import QuestionSubset
 
     started_at = _now()
     started = time.perf_counter()
+    if ":" in request.dataset:  # a module:attr benchmark: loaded, registered, named
+        request = dataclasses.replace(request, dataset=dataset_name(request.dataset))
     apart = _judge_apart(request)
     subset = None if request.questions is None else QuestionSubset.read(request.questions)
     if request.arm == "oracle" and request.memory != "null":
