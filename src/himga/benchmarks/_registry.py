@@ -35,6 +35,8 @@ it by :mod:`._resolve` and :mod:`._load` (:func:`~himga.benchmarks.load_dataset`
 from __future__ import annotations
 
 import importlib
+import os
+import sys
 import threading
 import warnings
 from collections.abc import Callable, Iterable, Iterator, Sequence, Set
@@ -414,13 +416,17 @@ def benchmark_from_spec(spec: str) -> Benchmark:
     as ``--memory`` takes a memory: a :class:`Benchmark`, or a zero-argument callable
     giving one (or an iterable holding exactly one). Loaded and checked as a plug-in is
     (on its own thread, within :data:`PLUGIN_LOAD_TIMEOUT`), then registered under its
-    own name in this process, once per spec. :class:`BenchmarkLoadError` naming the spec
+    own name in this process, once per spec; the current directory is importable, as
+    for a ``module:attr`` memory. :class:`BenchmarkLoadError` naming the spec
     for a malformed spec, a failing import, no or several benchmarks, or a name another
     benchmark has."""
     module_name, _, attr = spec.partition(":")
     if not module_name.strip() or not attr.strip() or ":" in attr:
         raise BenchmarkLoadError(f"malformed dataset spec {spec!r}: expected 'module:attr'")
     origin = f"dataset spec {spec!r}"
+    # As for a module:attr memory: the current directory is importable, as with python -m.
+    if os.getcwd() not in sys.path and "" not in sys.path:
+        sys.path.insert(0, os.getcwd())
     with _specs_lock:
         if spec in _from_specs:
             return _from_specs[spec]
