@@ -105,3 +105,23 @@ def test_himga_eval_still_exports_the_result_and_metric_types_of_scoring() -> No
     for name in ("EvalResult", "MemoryCallError", "Metric", "MetricNeed", "RunMetric", "SEARCH_K"):
         assert name in himga.eval.__all__
         assert getattr(himga.eval, name) is getattr(himga.scoring, name)
+
+
+@pytest.mark.integration
+def test_locomo_f1_is_still_found_where_the_first_pass_moved_it_from() -> None:
+    """``himga.eval.metrics.locomo_f1`` (issue 35's example): now LoCoMo's own scorer."""
+    lines = _run(
+        "import warnings\n"
+        "import himga.eval.metrics as old\n"
+        "with warnings.catch_warnings(record=True) as caught:\n"
+        "    warnings.simplefilter('always')\n"
+        "    from himga.eval.metrics import locomo_f1\n"
+        "from himga.benchmarks.locomo import locomo_f1 as moved\n"
+        "print(locomo_f1 is moved, old.locomo_f1 is moved)\n"
+        "print([str(w.message) for w in caught if w.category is DeprecationWarning])\n"
+    )
+    assert lines == [
+        "True True",
+        "['himga.eval.metrics.locomo_f1 moved to himga.benchmarks.locomo: "
+        "from himga.benchmarks.locomo import locomo_f1']",
+    ]
