@@ -212,3 +212,28 @@ def test_the_judge_draws_no_bar_when_stderr_is_not_a_terminal(
     scores = batch_judge([make_result()], llm=ScriptedLLM(reply=_grader), show_progress=True)
     assert list(scores) == [1.0]
     assert capsys.readouterr().err == ""
+
+
+class _LocalJudge(ScriptedLLM):
+    """A judge whose weights are a file here, as ``--judge-llm local`` is."""
+
+    provider = "local"
+
+    @property
+    def weights(self) -> dict[str, object]:
+        return {"sha256": "ab" * 32, "runtime": "llama-cpp-python", "runtime_version": "0.3.36"}
+
+
+def test_a_local_judge_names_its_model_file_in_the_manifest_entry() -> None:
+    """A judge score without its judge's weights is not traceable: ``describe`` (what the
+    manifest's judge entries hold) carries the file's SHA-256 for a local judge, and
+    nothing new for a served one."""
+    results = [make_result(prediction="Paris")]
+    local = batch_judge(results, llm=_LocalJudge(reply=_grader), show_progress=False)
+    assert local.describe()["weights"] == {
+        "sha256": "ab" * 32,
+        "runtime": "llama-cpp-python",
+        "runtime_version": "0.3.36",
+    }
+    served = batch_judge(results, llm=ScriptedLLM(reply=_grader), show_progress=False)
+    assert "weights" not in served.describe()

@@ -33,7 +33,13 @@ from himga.benchmarks._judge_prompts import (
 from himga.benchmarks._protocol import JSONValue, Judge, JudgeRequest, UnjudgeableError
 from himga.benchmarks._registry import benchmarks, find_benchmark
 from himga.llm._fake_server import offline_responder
-from himga.llm._protocol import CachingLLMClient, ChatMessage, HasTemperature, LLMClient
+from himga.llm._protocol import (
+    CachingLLMClient,
+    ChatMessage,
+    HasTemperature,
+    HasWeights,
+    LLMClient,
+)
 from himga.scoring._result import EvalResult
 
 __all__ = [
@@ -70,8 +76,10 @@ class JudgeScores(list[float]):
     ``NaN`` not judged (the reason is in :attr:`errors`, by index).
 
     Also records how the scores were made: ``provider``, ``model``,
-    ``temperature`` (``None`` when the client does not expose it) and the
-    SHA-256 of every judge prompt used (:attr:`prompt_hashes`, by prompt name).
+    ``temperature`` (``None`` when the client does not expose it), for a model whose
+    weights are a local file its ``weights`` (the file's SHA-256, the runtime; ``None``
+    otherwise) and the SHA-256 of every judge prompt used (:attr:`prompt_hashes`, by
+    prompt name).
     """
 
     def __init__(
@@ -83,6 +91,7 @@ class JudgeScores(list[float]):
         temperature: float | None,
         prompt_hashes: Mapping[str, str],
         errors: Mapping[int, str],
+        weights: Mapping[str, Any] | None = None,
     ) -> None:
         super().__init__(scores)
         self.provider = provider
@@ -90,16 +99,21 @@ class JudgeScores(list[float]):
         self.temperature = temperature
         self.prompt_hashes = dict(prompt_hashes)
         self.errors = dict(errors)
+        self.weights = None if weights is None else dict(weights)
 
     def describe(self) -> dict[str, object]:
-        """The judge configuration, JSON-ready, for run manifests."""
-        return {
+        """The judge configuration, JSON-ready, for run manifests (``weights`` only for a
+        local model file)."""
+        described: dict[str, object] = {
             "provider": self.provider,
             "model": self.model,
             "temperature": self.temperature,
             "prompt_hashes": self.prompt_hashes,
             "errors": len(self.errors),
         }
+        if self.weights is not None:
+            described["weights"] = self.weights
+        return described
 
 
 def _cache_key(llm: LLMClient, prompt: str) -> str:
@@ -286,6 +300,7 @@ async def abatch_judge(
         temperature=temperature if isinstance(temperature, (int, float)) else None,
         prompt_hashes=found.used,
         errors=errors,
+        weights=llm.weights if isinstance(llm, HasWeights) else None,
     )
 
 

@@ -316,6 +316,7 @@ def _merged_judge(reference: Manifest, records: Sequence[Mapping[str, Any]]) -> 
         temperature=described["temperature"],
         prompt_hashes=described["prompt_hashes"],
         errors=errors,
+        weights=described.get("weights"),
     )
 
 

@@ -138,6 +138,7 @@ class Run(FinishedRunBase):
                 temperature=described.get("temperature"),
                 prompt_hashes=described.get("prompt_hashes") or {},
                 errors={i: e for i, e in enumerate(self.judge_errors) if e is not None},
+                weights=described.get("weights"),
             )
         try:
             measured = compute_metrics(self.results, judge)
