@@ -110,9 +110,7 @@ def _accuracy(scores: Sequence[float]) -> str:
     if not judged:
         return "-"
     p = wilson_interval(round(sum(judged)), len(judged))
-    if p.rate is None or p.low is None or p.high is None:
-        return "-"
-    return f"{p.rate:.2f} [{p.low:.2f}, {p.high:.2f}]"
+    return "-" if p.rate is None else _interval(p.rate, p)
 
 
 def _mean(values: Sequence[float | None]) -> str:
@@ -236,17 +234,49 @@ def _interval(value: float | None, interval: Proportion | None = None) -> str:
     return f"{value:.2f} [{interval.low:.2f}, {interval.high:.2f}]"
 
 
+def _model_files(exported: Path) -> dict[str, str]:
+    """The SHA-256 of each local model file the exported records name (its stem), from
+    the committed manifests' reader and judges and the judge self-test records."""
+    found: dict[str, str] = {}
+    identities: list[Mapping[str, Any]] = []
+    for manifest in exported.glob("*/manifest.json"):
+        data = json.loads(manifest.read_text("utf-8"))
+        identities += [data.get("llm") or {}, *(data.get("judges") or [])]
+    for record in exported.glob("judge-tests/*.json"):
+        identities.append(json.loads(record.read_text("utf-8")).get("judge") or {})
+    for identity in identities:
+        weights = identity.get("weights")
+        if isinstance(weights, dict) and "sha256" in weights:
+            found[Path(str(identity.get("model"))).stem] = str(weights["sha256"])
+    return found
+
+
 def gold_errors_table(exported: Path, errata: Errata) -> str:
     """Per arm exported under ``exported`` (``<arm>/questions.jsonl``) and per judge of
     its records: the headline questions judged, how many the errata name, the raw
-    accuracy, the accuracy without them and the ceiling, Wilson 95%."""
+    accuracy, the accuracy without them and the ceiling, Wilson 95%; the reader and each
+    judge named with its model file's SHA-256."""
+    files = _model_files(exported)
+
+    def named(stem: str) -> str:
+        return f"{stem} (SHA-256 `{files[stem][:12]}…`)" if stem in files else stem
+
+    readers = sorted(
+        {
+            Path(str(json.loads(p.read_text("utf-8"))["llm"]["model"])).stem
+            for p in exported.glob("*/manifest.json")
+        }
+    )
     lines = [
         f"Errata `{Path(errata.source).name}` (sha256 `{errata.sha256}`): "
         f"{len(errata.entries):,} LoCoMo-10 questions whose gold answer the audit judges "
-        "wrong. Judge accuracy over the headline (non-adversarial) questions, Wilson 95%.",
+        "wrong. Judge accuracy over the headline (non-adversarial) questions, Wilson 95%. "
+        f"Reader: {', '.join(named(r) for r in readers)}; each judge is its model file and "
+        "its prompt (LoCoMo's `official` or himga's `strict`).",
         "",
-        "| arm | judge | judged | audited wrong | raw | excluding gold errors | ceiling |",
-        "| --- | --- | ---: | ---: | ---: | ---: | ---: |",
+        "| arm | judge | judge model SHA-256 | judged | audited wrong | raw "
+        "| excluding gold errors | ceiling |",
+        "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: |",
     ]
     for questions in sorted(exported.glob("*/questions.jsonl")):
         records = [json.loads(line) for line in questions.read_text("utf-8").splitlines()]
@@ -259,8 +289,9 @@ def gold_errors_table(exported: Path, errata: Errata) -> str:
                 if r["verdicts"][judge] is not None
             ]
             row = score_gold_errors(questions.parent.name, scored)
+            sha = files.get(judge.rpartition(":")[0], "not recorded")
             lines.append(
-                f"| {row.label} | {judge} | {row.judged} | {row.audited_wrong} | "
+                f"| {row.label} | {judge} | `{sha[:12]}…` | {row.judged} | {row.audited_wrong} | "
                 f"{_interval(row.raw, row.raw_ci)} | "
                 f"{_interval(row.excluding, row.excluding_ci)} | {_interval(row.ceiling)} |"
             )
