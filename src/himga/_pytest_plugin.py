@@ -8,8 +8,6 @@ extra), which is required only once a memory is to be checked.
 
 from __future__ import annotations
 
-import os
-import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -119,12 +117,12 @@ def pytest_collection_modifyitems(
         require("hypothesis", extra="testing", purpose="pytest --himga-memory")
     except MissingExtraError as exc:
         raise pytest.UsageError(str(exc)) from exc
+    from himga._registry import cwd_importable
     from himga.memory import MemoryLoadError, load_memory
 
     # Like `python -m` and `himga check`, resolve module:attr specs against the
     # directory pytest runs in.
-    if os.getcwd() not in sys.path and "" not in sys.path:
-        sys.path.insert(0, os.getcwd())
+    cwd_importable()
     for spec in specs:
         try:
             factory = load_memory(spec)

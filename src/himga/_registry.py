@@ -31,6 +31,7 @@ __all__ = [
     "Found",
     "Registered",
     "Registry",
+    "cwd_importable",
     "distinct",
     "entry_point_origin",
     "is_builtin",
@@ -63,6 +64,14 @@ class Found(Generic[K, V]):
 def plugins_disabled() -> bool:
     """``HIMGA_NO_PLUGINS`` is set (to anything but ``0``): only himga's own are used."""
     return os.environ.get("HIMGA_NO_PLUGINS", "") not in ("", "0")
+
+
+def cwd_importable() -> None:
+    """Make the current directory importable, as ``python -m`` does, so that a
+    ``module:attr`` spec (a memory, a dataset, a fake LLM's responder) may name a module
+    in it."""
+    if os.getcwd() not in sys.path and "" not in sys.path:
+        sys.path.insert(0, os.getcwd())
 
 
 def is_builtin(entry_point: EntryPoint) -> bool:

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import os
 import signal
 import sys
 import threading
 from typing import Any
+
+from himga._registry import cwd_importable
 
 __all__ = ["register", "run"]
 
@@ -54,8 +55,7 @@ def _load(spec: str) -> Any:
     module_name, _, attr = spec.partition(":")
     if not attr or not all(part.isidentifier() for part in module_name.split(".")):
         raise ValueError(f"--responder {spec!r}: expected MODULE:ATTR, the module importable")
-    if os.getcwd() not in sys.path and "" not in sys.path:
-        sys.path.insert(0, os.getcwd())
+    cwd_importable()
     try:
         loaded: Any = importlib.import_module(module_name)
         for part in attr.split("."):

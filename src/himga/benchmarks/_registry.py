@@ -35,8 +35,6 @@ it by :mod:`._resolve` and :mod:`._load` (:func:`~himga.benchmarks.load_dataset`
 from __future__ import annotations
 
 import importlib
-import os
-import sys
 import threading
 import warnings
 from collections.abc import Callable, Iterable, Iterator, Sequence, Set
@@ -50,6 +48,7 @@ from himga._registry import (
     Entry,
     Registered,
     Registry,
+    cwd_importable,
     distinct,
     entry_point_origin,
     plugins_disabled,
@@ -424,9 +423,7 @@ def benchmark_from_spec(spec: str) -> Benchmark:
     if not module_name.strip() or not attr.strip() or ":" in attr:
         raise BenchmarkLoadError(f"malformed dataset spec {spec!r}: expected 'module:attr'")
     origin = f"dataset spec {spec!r}"
-    # As for a module:attr memory: the current directory is importable, as with python -m.
-    if os.getcwd() not in sys.path and "" not in sys.path:
-        sys.path.insert(0, os.getcwd())
+    cwd_importable()
     with _specs_lock:
         if spec in _from_specs:
             return _from_specs[spec]

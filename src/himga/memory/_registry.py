@@ -25,7 +25,7 @@ from urllib.request import url2pathname
 from himga._errors import HimgaError
 from himga._redact import redact_arguments
 from himga._registry import BUILTIN_DISTRIBUTION as BUILTIN_DISTRIBUTION
-from himga._registry import plugins_disabled
+from himga._registry import cwd_importable, plugins_disabled
 from himga.memory._protocol import BaseMemory
 
 __all__ = [
@@ -416,8 +416,7 @@ def resolve_memory(spec: str, arguments: Mapping[str, Any] | None = None) -> Res
     factory as keyword arguments by :meth:`ResolvedMemory.create`. Raises what
     :func:`load_memory` raises.
     """
-    if os.getcwd() not in sys.path and "" not in sys.path:
-        sys.path.insert(0, os.getcwd())
+    cwd_importable()
     bound = MappingProxyType(dict(arguments or {}))
     name: str | None = None
     target = spec

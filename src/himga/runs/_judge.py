@@ -15,7 +15,7 @@ from himga._errors import HimgaError
 from himga.benchmarks._judge_prompts import OFFICIAL, get_judge_prompt
 from himga.benchmarks._registry import find_benchmark
 from himga.eval.judge import JudgeScores, batch_judge, judge_id
-from himga.llm import HasUsage, LLMClient
+from himga.llm import HasUsage, LLMClient, TokenUsage
 from himga.llm._client import public_url
 from himga.runs._manifest import Manifest
 from himga.runs._rundir import RunDir
@@ -109,13 +109,13 @@ class JudgedRun:
 
 
 def _costs(
-    llm: LLMClient, before: Any, seconds: float, earlier: Mapping[str, Any] | None
+    llm: LLMClient, before: TokenUsage | None, seconds: float, earlier: Mapping[str, Any] | None
 ) -> dict[str, Any] | None:
     """The judge entry's ``costs``: this invocation's calls, tokens and seconds (from the
     client's :class:`~himga.llm.HasUsage` counts, ``before`` taken as it began) added to
     ``earlier`` (the entry's costs from the invocations before); ``None`` for a client
     that counts nothing."""
-    if not isinstance(llm, HasUsage):
+    if before is None or not isinstance(llm, HasUsage):
         return None
     after = llm.usage
     now = {
