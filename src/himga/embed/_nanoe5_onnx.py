@@ -186,7 +186,7 @@ class _E5File:
     def token_embeddings(self, ids: NDArray[np.int64]) -> NDArray[np.float32]:
         """Word + position + type embeddings of ``ids`` ``[batch, length]``, before the norm."""
         words = _dequantise(self.word_blocks[ids].reshape(-1)).reshape(*ids.shape, self.hidden)
-        return words + self.positions[: ids.shape[1]]
+        return (words + self.positions[: ids.shape[1]]).astype(np.float32, copy=False)
 
 
 def _dequantise(blocks: NDArray[Any]) -> NDArray[np.float32]:
