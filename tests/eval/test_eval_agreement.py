@@ -112,9 +112,37 @@ def test_a_judge_counted_twice_flips_no_more_than_once(scores: list[float], seed
     assert once.holds
     # Only a resample whose difference is 0 (it drew no question B wins) is a "flip".
     assert twice.flip_rate == once.flip_rate
+    # One judge, or two that always agree, never change the winner.
+    assert twice.winner_change_rate == once.winner_change_rate == 0.0
     zero = rank_flips({"x": scores}, {"x": scores}, resamples=50, seed=seed)
     assert not zero.holds
     assert zero.flip_rate == 1.0
+    assert zero.winner_change_rate == 0.0
+
+
+@given(
+    st.lists(st.tuples(*[st.sampled_from([0.0, 1.0, math.nan])] * 4), min_size=1, max_size=30),
+    st.integers(0, 5),
+)
+def test_a_changed_winner_is_a_flip(rows: list[tuple[float, ...]], seed: int) -> None:
+    a = {"x": [r[0] for r in rows], "y": [r[1] for r in rows]}
+    b = {"x": [r[2] for r in rows], "y": [r[3] for r in rows]}
+    found = rank_flips(a, b, resamples=100, seed=seed)
+    if found.flip_rate is None:
+        assert found.winner_change_rate is None
+    else:
+        assert found.winner_change_rate is not None
+        assert 0.0 <= found.winner_change_rate <= found.flip_rate <= 1.0
+
+
+def test_a_judge_that_accepts_nothing_flips_every_resample_but_changes_no_winner() -> None:
+    # The degenerate panel of docs/answers.md: a judge tied in every resample makes
+    # the judges "disagree on the sign" always, while the winner never changes.
+    a = {"judge": [1.0, 0.0, 0.0, 0.0] * 10, "rejects-all": [0.0] * 40}
+    b = {"judge": [1.0, 1.0, 0.0, 0.0] * 10, "rejects-all": [0.0] * 40}
+    found = rank_flips(a, b, resamples=300)
+    assert found.flip_rate == 1.0
+    assert found.winner_change_rate == 0.0
 
 
 def test_judges_that_disagree_on_the_winner_flip_it() -> None:
@@ -131,3 +159,5 @@ def test_judges_that_disagree_on_the_winner_flip_it() -> None:
     assert not found.holds
     assert found.flip_rate is not None
     assert found.flip_rate > 0.9
+    assert found.winner_change_rate is not None
+    assert found.winner_change_rate > 0.9

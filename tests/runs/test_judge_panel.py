@@ -272,5 +272,5 @@ def test_report_and_compare_show_every_judge_and_their_agreement(server: FakeLLM
     comparison = compare_runs(runs, resamples=200)
     (row,) = comparison.judges
     assert list(row["accuracy"]) == [OFFICIAL, STRICT]
-    assert 0.0 <= row["rank_flip_rate"] <= 1.0
+    assert 0.0 <= row["winner_change_rate"] <= row["rank_flip_rate"] <= 1.0
     assert "### Under every judge: B = `other` vs A" in format_comparison(comparison)

@@ -10,9 +10,10 @@ score is read as a verdict: *accepted* when it is at least 0.5, else *rejected*
   every one judged (Fleiss 1971), from the per-question category counts;
 * :func:`one_sided`: the share of questions one judge accepts and the other rejects;
 * :func:`rank_flips`: whether "B beats A" (the sign of the mean score difference)
-  holds under every judge, and the share of paired bootstrap resamples (the
+  holds under every judge, the share of paired bootstrap resamples (the
   resampling of :func:`~himga.eval._paired.paired_differences`) in which the judges
-  disagree on that sign.
+  disagree on that sign, and the share in which the winner itself changes (one judge
+  has B ahead, another A).
 
 A kappa is ``None`` where it is undefined: no question, or chance agreement of 1
 (every verdict the same, so agreement cannot exceed chance).
@@ -123,11 +124,16 @@ class RankFlips:
     scored in both (``None``: none); ``holds``: whether every judge's difference has
     the same sign (all above zero, or all below; a zero or a missing one does not
     hold); ``flip_rate``: the share of ``resamples`` paired bootstrap resamples of the
-    questions in which the judges' differences do not all share one sign."""
+    questions in which the judges' differences do not all share one sign (a tie under
+    one judge counts); ``winner_change_rate``: the share in which one judge's difference
+    is above zero and another's below, the winner itself changing with the judge (a tie
+    counts for neither; so a judge that accepts nothing, tied in every resample, raises
+    the first rate to 1 and leaves this one to the others)."""
 
     differences: Mapping[str, float | None]
     holds: bool
     flip_rate: float | None
+    winner_change_rate: float | None
     resamples: int
 
 
@@ -166,14 +172,14 @@ def rank_flips(
     values = list(observed.values())
     holds = None not in values and _signs_agree([v for v in values if v is not None])
     if not (counted > 0).all():
-        return RankFlips(observed, holds, None, resamples)
+        return RankFlips(observed, holds, None, None, resamples)
     rng = np.random.default_rng(seed)
-    flips = 0
+    flips = changes = 0
     for weights in bootstrap_weights(np, rng, resamples, left.shape[0]):
         both = weights @ np.hstack([diff, mask])
         with np.errstate(invalid="ignore", divide="ignore"):
             means = both[:, : len(names)] / both[:, len(names) :]
-        positive = (means > 0).all(axis=1)
-        negative = (means < 0).all(axis=1)
-        flips += int((~(positive | negative)).sum())
-    return RankFlips(observed, holds, flips / resamples, resamples)
+        above, below = means > 0, means < 0
+        flips += int((~(above.all(axis=1) | below.all(axis=1))).sum())
+        changes += int((above.any(axis=1) & below.any(axis=1)).sum())
+    return RankFlips(observed, holds, flips / resamples, changes / resamples, resamples)

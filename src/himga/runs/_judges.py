@@ -87,8 +87,8 @@ def judges_comparison(
 ) -> list[dict[str, Any]]:
     """Per run after the first (``aligned``: the row of each of the first run's questions
     in it), over the judges every run has and the headline (``overall``) questions:
-    each judge's accuracy in both runs, whether B beats A under every judge, and the
-    rank-flip rate (:func:`~himga.eval._agreement.rank_flips`). Empty when the runs
+    each judge's accuracy in both runs, whether B beats A under every judge, the
+    rank-flip rate and the winner-change rate (:func:`~himga.eval._agreement.rank_flips`). Empty when the runs
     share fewer than two judges."""
     baseline = runs[0]
     shared = [n for n in baseline.judges if all(n in run.judges for run in runs[1:])]
@@ -109,6 +109,7 @@ def judges_comparison(
                 },
                 "holds_under_every_judge": flips.holds,
                 "rank_flip_rate": flips.flip_rate,
+                "winner_change_rate": flips.winner_change_rate,
             }
         )
     return found
@@ -142,7 +143,7 @@ def format_judges_comparison(found: Sequence[Mapping[str, Any]], resamples: int)
                 f"| `{name}` | {_number(cell['a'])} | {_number(cell['b'])} "
                 f"| {_number(cell['difference'], signed=True)} |"
             )
-        rate = row["rank_flip_rate"]
+        rate, change = row["rank_flip_rate"], row["winner_change_rate"]
         first = row["accuracy"][names[0]]["difference"] or 0
         if row["holds_under_every_judge"]:
             said = f"B {'beats' if first > 0 else 'trails'} A under every judge."
@@ -150,9 +151,9 @@ def format_judges_comparison(found: Sequence[Mapping[str, Any]], resamples: int)
             said = "Whether B beats A depends on the judge."
         lines += [
             "",
-            f"{said} Rank-flip rate (the judges disagree on the sign of Δ): "
-            + ("-" if rate is None else f"{rate:.3f}")
-            + f" of {resamples:,} paired bootstrap resamples.",
+            f"{said} Of {resamples:,} paired bootstrap resamples, the judges disagree on the "
+            f"sign of Δ in {_number(rate)} (rank-flip rate; a tie under one judge counts) "
+            f"and on the winner in {_number(change)} (one judge has B ahead, another A).",
         ]
     return lines
 
