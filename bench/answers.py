@@ -4,11 +4,14 @@ The runs themselves are made by ``himga eval`` and ``himga judge`` (hours of CPU
 commands are in docs/answers.md); this script only reads their run directories::
 
     uv run python -m bench.answers JUDGED=ANSWERED [...] --to docs/answers
+    uv run python -m bench.answers RUN [...] --to docs/answers/panel200
 
 Each arm is two runs of the same questions: ANSWERED answered them (``--no-judge``; its
 manifest holds the answering's tokens and seconds), JUDGED re-ran it with the judge,
 its answers served from ANSWERED's LLM cache (checked here: the same predictions), and
-``himga judge`` added the other judges to it. For each arm, ``docs/answers/<arm>/``:
+``himga judge`` added the other judges to it. An arm given as one RUN was answered
+with ``--no-judge`` and every judge added by ``himga judge``: it is both. For each arm,
+``docs/answers/<arm>/``:
 JUDGED's ``manifest.json`` and ``metrics.json`` as written, ANSWERED's manifest as
 ``answering-manifest.json``, and ``questions.jsonl``: one line a question with its ids,
 category, the model's answer, token counts and latencies, every judge's verdict and every
@@ -18,7 +21,12 @@ never copied into this repository; the ids join each line back to ``locomo10.jso
 Then ``docs/answers/table.md``: one row per arm, judge accuracy per category with
 its Wilson 95% interval, token F1 and BLEU-1 (LoCoMo's official scorers), the share
 of questions whose evidence reached the prompt, and tokens and seconds per phase,
-every figure from the run directory named in its row.
+every figure from the run directory named in its row; with judges added by ``himga
+judge``, each one's calls, tokens and seconds (its manifest entry's ``costs``); with
+two arms or more that share two judges, ``compare.md``: ``himga compare``'s output of
+the arms (every judge's accuracy, whether the ranking holds under each, the rank-flip
+and winner-change rates); and with self-test records under ``judge-tests/``
+(``himga judge-test --json``), their acceptance rates.
 
 With ``--errata NAME_OR_FILE`` (``himga errata fetch locomo-audit`` first), and with or
 without arms, ``docs/answers/gold-errors.md`` is written from the exported records:
@@ -45,10 +53,18 @@ from himga.benchmarks._errata import Errata, read_errata
 from himga.eval import question_scores
 from himga.eval._agreement import cohen_kappa, fleiss_kappa, one_sided
 from himga.eval._intervals import Proportion, wilson_interval
-from himga.runs import Run, RunDir
+from himga.runs import Run, RunDir, compare_runs, format_comparison
 from himga.runs._gold_errors import score_gold_errors
 
-__all__ = ["arm_name", "export", "gold_errors_table", "main", "table"]
+__all__ = [
+    "arm_name",
+    "export",
+    "gold_errors_table",
+    "judge_costs_table",
+    "main",
+    "self_tests_table",
+    "table",
+]
 
 #: What the dataset holds (the license forbids copying it here); ids join it back.
 _DATASET_TEXT = frozenset({"question", "answer", "evidence_texts", "context", "gold"})
@@ -173,6 +189,9 @@ def costs_table(runs: Sequence[tuple[Run, Run]]) -> str:
         cells = [arm_name(run)]
         for phase, source in (("answering", answered), ("judging", run)):
             found = _phase(source, phase)
+            if not found:  # answered with --no-judge: the judges' own costs are apart
+                cells += ["-"] * 4
+                continue
             cells += [
                 str(found.get("calls", 0)),
                 f"{found.get('input_tokens', 0):,} / {found.get('output_tokens', 0):,}",
@@ -180,6 +199,56 @@ def costs_table(runs: Sequence[tuple[Run, Run]]) -> str:
                 f"{source.manifest.wall_time_s:.0f}",
             ]
         lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def judge_costs_table(runs: Sequence[Run]) -> str:
+    """Each judge ``himga judge`` added to each run: its calls, tokens in / out and
+    seconds (the manifest entry's ``costs``) and the questions it left without a verdict."""
+    lines = [
+        "| arm | judge | calls | failed | tokens in / out | model s | no verdict |",
+        "|---|---|---:|---:|---:|---:|---:|",
+    ]
+    for run in runs:
+        for entry in run.manifest.judge_entries():
+            costs = entry.get("costs")
+            if not isinstance(costs, Mapping):
+                continue
+            name = judge_name(str(entry["id"]))
+            lines.append(
+                f"| {arm_name(run)} | {name} | {costs['calls']:,} | {costs['failed_calls']} | "
+                f"{costs['input_tokens']:,} / {costs['output_tokens']:,} | "
+                f"{costs['seconds']:.0f} | {len(entry.get('errors') or [])} |"
+            )
+    return "\n".join(lines) + "\n" if len(lines) > 2 else ""
+
+
+def self_tests_table(records: Sequence[Path]) -> str:
+    """The ``himga judge-test --json`` records as one row per judge: each answer set's
+    acceptance (accepted / judged and Wilson 95%) and whether the judge passed."""
+    if not records:
+        return ""
+    found = [json.loads(path.read_text("utf-8")) for path in sorted(records)]
+    sets = [entry["name"] for entry in found[0]["sets"]]
+    lines = [
+        "| judge | n | "
+        + " | ".join(f"{s} ({e['expects']})" for s, e in zip(sets, found[0]["sets"], strict=True))
+        + " | passed |",
+        "|---|---:|" + "---:|" * len(sets) + "---|",
+    ]
+    for record in found:
+        judge = record["judge"]
+        name = f"{Path(str(judge['model'])).stem}:{judge['prompt']}"
+        cells = []
+        for entry in record["sets"]:
+            low, high = entry["ci95"] or (None, None)
+            bounds = "" if low is None else f" [{low:.2f}, {high:.2f}]"
+            cells.append(f"{entry['accepted']}/{entry['judged']}{bounds}")
+        lines.append(
+            f"| {name} | {record['questions']} | "
+            + " | ".join(cells)
+            + f" | {'yes' if record['passed'] else 'no'} |"
+        )
     return "\n".join(lines) + "\n"
 
 
@@ -327,14 +396,28 @@ def _export_arms(arms: Sequence[str], to: Path) -> None:
     if judges:
         text += "\n" + judges
     text += "\n" + costs_table(runs)
+    judging = judge_costs_table([run for run, _ in runs])
+    if judging:
+        text += "\n" + judging
+    tests = self_tests_table(sorted(to.glob("judge-tests/*.json")))
+    if tests:
+        text += "\nJudge self-tests (`himga judge-test`), accepted / judged, Wilson 95%:\n\n"
+        text += tests
     (to / "table.md").write_text(text, "utf-8")
     print(text)
+    panels = [run for run, _ in runs if len(run.judges) > 1]
+    if len(panels) > 1:
+        (to / "compare.md").write_text(format_comparison(compare_runs(panels)) + "\n", "utf-8")
 
 
 def _pair(arm: str) -> tuple[Run, Run]:
     """The judged and the answering run of ``JUDGED=ANSWERED``, checked to hold the same
-    questions and predictions (the judged run's answers came from the other's cache)."""
+    questions and predictions (the judged run's answers came from the other's cache);
+    a lone ``RUN`` is both."""
     judged_path, _, answered_path = arm.partition("=")
+    if not answered_path:
+        run = RunDir(Path(judged_path)).read()
+        return run, run
     judged, answered = RunDir(Path(judged_path)).read(), RunDir(Path(answered_path)).read()
     ours = [(r.question_id, r.prediction) for r in judged.results]
     theirs = [(r.question_id, r.prediction) for r in answered.results]

@@ -21,6 +21,7 @@ import pytest
 from himga.eval.judge import offline_judge_responder
 from himga.llm import ChatRequest, FakeLLMServer
 from himga.runs import RunDir, compare_runs, format_comparison
+from himga.runs._judges import format_judges_comparison
 from himga.runs._verdicts import VERDICTS, read_verdicts
 from tests.cli_support import QUICK, cwd, offline_cli, run_cli
 
@@ -274,3 +275,32 @@ def test_report_and_compare_show_every_judge_and_their_agreement(server: FakeLLM
     assert list(row["accuracy"]) == [OFFICIAL, STRICT]
     assert 0.0 <= row["winner_change_rate"] <= row["rank_flip_rate"] <= 1.0
     assert "### Under every judge: B = `other` vs A" in format_comparison(comparison)
+
+
+@pytest.mark.parametrize(
+    ("differences", "holds", "said"),
+    [
+        ([0.1, 0.2], True, "B beats A under every judge."),
+        ([-0.1, -0.2], True, "B trails A under every judge."),
+        ([0.1, -0.2], False, "Which run wins depends on the judge."),
+        ([0.1, 0.0], False, "B beats A under some judges and ties it"),
+        ([0.0, None], False, "B and A tie under every judge that scored both."),
+    ],
+)
+def test_the_comparison_says_what_the_judges_say_of_the_ranking(
+    differences: list[float | None], holds: bool, said: str
+) -> None:
+    row = {
+        "run": "b",
+        "accuracy": {
+            f"judge-{i}": {"a": 0.5, "b": None if d is None else 0.5 + d, "difference": d}
+            for i, d in enumerate(differences)
+        },
+        "holds_under_every_judge": holds,
+        "rank_flip_rate": 0.25,
+        "winner_change_rate": 0.125,
+    }
+    text = "\n".join(format_judges_comparison([row], resamples=8))
+    assert said in text
+    assert "in 0.250 (rank-flip rate" in text
+    assert "on the winner in 0.125" in text

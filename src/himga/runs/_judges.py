@@ -88,8 +88,9 @@ def judges_comparison(
     """Per run after the first (``aligned``: the row of each of the first run's questions
     in it), over the judges every run has and the headline (``overall``) questions:
     each judge's accuracy in both runs, whether B beats A under every judge, the
-    rank-flip rate and the winner-change rate (:func:`~himga.eval._agreement.rank_flips`). Empty when the runs
-    share fewer than two judges."""
+    rank-flip rate and the winner-change rate
+    (:func:`~himga.eval._agreement.rank_flips`). Empty when the runs share fewer than
+    two judges."""
     baseline = runs[0]
     shared = [n for n in baseline.judges if all(n in run.judges for run in runs[1:])]
     if len(shared) < 2:
@@ -144,11 +145,10 @@ def format_judges_comparison(found: Sequence[Mapping[str, Any]], resamples: int)
                 f"| {_number(cell['difference'], signed=True)} |"
             )
         rate, change = row["rank_flip_rate"], row["winner_change_rate"]
-        first = row["accuracy"][names[0]]["difference"] or 0
-        if row["holds_under_every_judge"]:
-            said = f"B {'beats' if first > 0 else 'trails'} A under every judge."
-        else:
-            said = "Whether B beats A depends on the judge."
+        said = _ranking(
+            [row["accuracy"][name]["difference"] for name in names],
+            holds=row["holds_under_every_judge"],
+        )
         lines += [
             "",
             f"{said} Of {resamples:,} paired bootstrap resamples, the judges disagree on the "
@@ -156,6 +156,21 @@ def format_judges_comparison(found: Sequence[Mapping[str, Any]], resamples: int)
             f"and on the winner in {_number(change)} (one judge has B ahead, another A).",
         ]
     return lines
+
+
+def _ranking(differences: Sequence[float | None], *, holds: bool) -> str:
+    """What the judges' differences (B - A) say of the ranking, in one sentence."""
+    known = [d for d in differences if d is not None]
+    if holds:
+        return f"B {'beats' if known[0] > 0 else 'trails'} A under every judge."
+    if any(d > 0 for d in known) and any(d < 0 for d in known):
+        return "Which run wins depends on the judge."
+    if any(d != 0 for d in known):
+        return (
+            f"B {'beats' if any(d > 0 for d in known) else 'trails'} A under some judges "
+            "and ties it (or is not scored) under the others."
+        )
+    return "B and A tie under every judge that scored both."
 
 
 def _number(value: float | None, signed: bool = False) -> str:
