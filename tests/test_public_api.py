@@ -315,6 +315,7 @@ PUBLIC_API: dict[str, frozenset[str]] = {
             "arm_split",
             "compare_runs",
             "cost_per_correct",
+            "costs_per_correct",
             "default_run_directory",
             "evaluate_run",
             "find_runs",

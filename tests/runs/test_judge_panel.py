@@ -20,7 +20,7 @@ import pytest
 
 from himga.eval.judge import offline_judge_responder
 from himga.llm import ChatRequest, FakeLLMServer
-from himga.runs import RunDir, compare_runs, format_comparison
+from himga.runs import RunDir, compare_runs, cost_per_correct, costs_per_correct, format_comparison
 from himga.runs._judges import format_judges_comparison
 from himga.runs._verdicts import VERDICTS, read_verdicts
 from tests.cli_support import QUICK, cwd, offline_cli, run_cli
@@ -304,3 +304,33 @@ def test_the_comparison_says_what_the_judges_say_of_the_ranking(
     assert said in text
     assert "in 0.250 (rank-flip rate" in text
     assert "on the winner in 0.125" in text
+
+
+def test_a_correct_answer_is_priced_under_each_judge_with_its_own_calls(
+    server: FakeLLMServer,
+) -> None:
+    assert run_cli(EVAL)[0] == 0
+    code, stderr = run_cli([*JUDGE, "--judge-prompt", "strict"])
+    assert code == 0, stderr
+    run = RunDir("out").read()
+    own, strict = costs_per_correct(run)
+    assert (own["judge"], strict["judge"]) == (OFFICIAL, STRICT)
+    assert own == {**cost_per_correct(run), "judge": OFFICIAL}  # the eval's own judge
+    assert run.manifest.costs is not None
+    phases = {p.phase: p for p in run.manifest.costs.phases.phases}
+    (entry,) = [e for e in run.manifest.judge_entries() if e["id"] == STRICT]
+    assert entry["costs"]["calls"] > 0
+    # the strict judge's row: every phase but the eval's judging, plus its own calls
+    assert strict["calls"] == own["calls"] - phases["judging"].calls + entry["costs"]["calls"]
+    assert strict["input_tokens"] == (
+        own["input_tokens"] - phases["judging"].input_tokens + entry["costs"]["input_tokens"]
+    )
+    assert strict["correct"] == sum(
+        s for s, r in zip(run.judges[STRICT], run.results, strict=True) if r.prediction
+    )
+    with pytest.raises(KeyError, match="no judge 'openai:nobody:official'"):
+        cost_per_correct(run, "openai:nobody:official")
+
+    assert run_cli(["report", "out"])[0] == 0
+    report = Path("out/report.md").read_text("utf-8")
+    assert f"| `out` | `{STRICT}` | {strict['correct']:,.0f} / {strict['judged']} |" in report

@@ -55,7 +55,7 @@ from himga.runs._manifest import (
     ShardInfo,
 )
 from himga.runs._merge import PER_RUN_FIELDS, MergeError, merge_runs
-from himga.runs._per_correct import cost_per_correct, format_cost_per_correct
+from himga.runs._per_correct import cost_per_correct, costs_per_correct, format_cost_per_correct
 from himga.runs._preflight import PreflightReport, preflight
 from himga.runs._published import (
     PublishedClaim,
@@ -117,6 +117,7 @@ __all__ = [
     "arm_split",
     "compare_runs",
     "cost_per_correct",
+    "costs_per_correct",
     "default_run_directory",
     "evaluate_run",
     "find_runs",

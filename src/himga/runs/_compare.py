@@ -24,7 +24,7 @@ from himga.runs._arms import ArmKind, arm_of, arm_split, format_arm_split
 from himga.runs._files import save_figure
 from himga.runs._judges import format_judges_comparison, judges_comparison
 from himga.runs._leaderboard import Leaderboard, format_leaderboard, leaderboard
-from himga.runs._per_correct import cost_per_correct, format_cost_per_correct
+from himga.runs._per_correct import costs_per_correct, format_cost_per_correct
 from himga.runs._rundir import Run
 
 __all__ = [
@@ -162,8 +162,8 @@ class Comparison:
     ``resamples`` and ``seed``, one :class:`PairedDifference` per run x group x metric,
     the :class:`~himga.runs.Leaderboard` by the first metric, the comparison under every
     judge (``judges``), the memory/reader split of the ``arms`` (``None`` when every run
-    is of the memory arm) and each run's ``cost_per_correct``. :meth:`to_dict` is the
-    JSON of ``himga compare --json``."""
+    is of the memory arm) and the ``cost_per_correct`` of each run under each of its
+    judges. :meth:`to_dict` is the JSON of ``himga compare --json``."""
 
     baseline: Mapping[str, Any]
     runs: tuple[Mapping[str, Any], ...]
@@ -268,7 +268,7 @@ def compare_runs(
         leaderboard=leaderboard(runs, chosen[0]),
         judges=tuple(judges_comparison(runs, aligned, resamples=resamples, seed=seed)),
         arms=arm_comparison(runs),
-        cost_per_correct=tuple(cost_per_correct(run) for run in runs),
+        cost_per_correct=tuple(c for run in runs for c in costs_per_correct(run)),
     )
 
 

@@ -9,10 +9,10 @@ from typing import Any
 
 from himga.runs._rundir import Run
 
-__all__ = ["cost_per_correct", "format_cost_per_correct"]
+__all__ = ["cost_per_correct", "costs_per_correct", "format_cost_per_correct"]
 
 
-def cost_per_correct(run: Run) -> dict[str, Any]:
+def cost_per_correct(run: Run, judge: str | None = None) -> dict[str, Any]:
     """What the run spent per judged-correct answer, JSON-ready.
 
     ``correct`` is the sum of the judge scores of the answered questions without a memory
@@ -28,10 +28,19 @@ def cost_per_correct(run: Run) -> dict[str, Any]:
     run counted no calls (``costs`` ``None``: tokens are then ``None``), the memory's own
     calls when it declared no endpoint, the tokens of calls whose response reported no
     usage.
+
+    ``judge`` (a key of ``run.judges``) prices the answers under that judge: its verdicts
+    count the correct answers and its own calls stand for the judging (the ``judging``
+    phase for the eval's own judge; for one ``himga judge`` added, the ``costs`` of its
+    manifest entry, summed over the invocations that finished), the other phases as
+    above. Default (``None``): the eval's own verdicts (``run.judge``) and every phase.
+    ``judge`` holds the id (``None`` for the default).
     """
+    entry = _judge_entry(run, judge)
+    scores = run.judge if judge is None else run.judges[judge]
     judged = [
         score
-        for result, score in zip(run.results, run.judge, strict=True)
+        for result, score in zip(run.results, scores, strict=True)
         if not math.isnan(score)
         and result.error is None
         and result.memory_error is None
@@ -45,7 +54,8 @@ def cost_per_correct(run: Run) -> dict[str, Any]:
         unknown.append("model calls were not counted (a run from before himga counted them)")
         totals = dict.fromkeys(("calls", "input_tokens", "output_tokens", "seconds"))
     else:
-        phases = costs.phases.phases
+        own = entry is None or entry.get("scores") == "results"
+        phases = [p for p in costs.phases.phases if own or p.phase != "judging"]
         totals = {
             "calls": sum(p.calls for p in phases),
             "input_tokens": sum(p.input_tokens for p in phases),
@@ -61,6 +71,8 @@ def cost_per_correct(run: Run) -> dict[str, Any]:
             for p in phases
             if p.unmetered
         ]
+        if not own and entry is not None:
+            unknown += _add_judge_costs(totals, entry)
     # A resumed run's earlier invocations spent wall time too (their manifests in history).
     earlier = [record.get("wall_time_s") for record in run.manifest.history]
     totals["wall_time_s"] = run.manifest.wall_time_s + sum(
@@ -69,6 +81,7 @@ def cost_per_correct(run: Run) -> dict[str, Any]:
     return {
         "path": str(run.path),
         "label": run.label,
+        "judge": judge,
         "correct": correct,
         "judged": len(judged),
         **totals,
@@ -79,6 +92,40 @@ def cost_per_correct(run: Run) -> dict[str, Any]:
         "dollars": None,
         "unknown": unknown,
     }
+
+
+def costs_per_correct(run: Run) -> list[dict[str, Any]]:
+    """:func:`cost_per_correct` of the run under each of its judges (``run.judges``, in
+    order), or under its own verdicts alone when it lists none."""
+    return [cost_per_correct(run, judge) for judge in run.judges] or [cost_per_correct(run)]
+
+
+def _judge_entry(run: Run, judge: str | None) -> Mapping[str, Any] | None:
+    """The manifest's entry of ``judge`` (``None`` for the default), checked to be one
+    of the run's judges."""
+    if judge is None:
+        return None
+    if judge not in run.judges:
+        known = ", ".join(run.judges) or "none"
+        raise KeyError(f"{run.path} has no judge {judge!r} (its judges: {known})")
+    return next((e for e in run.manifest.judge_entries() if e.get("id") == judge), None)
+
+
+def _add_judge_costs(totals: dict[str, float | None], entry: Mapping[str, Any]) -> list[str]:
+    """Add the calls ``himga judge`` recorded in a judge's manifest entry to ``totals``;
+    what they leave out, one sentence each."""
+    costs = entry.get("costs")
+    if not isinstance(costs, Mapping):
+        return [f"the calls of judge {entry.get('id')} (its manifest entry counted none)"]
+    for name in ("calls", "input_tokens", "output_tokens", "seconds"):
+        value = totals[name]
+        totals[name] = None if value is None else value + float(costs.get(name) or 0)
+    unmetered = int(costs.get("unmetered_calls") or 0)
+    return (
+        [f"the tokens of {unmetered:,} calls of judge {entry.get('id')} that reported no usage"]
+        if unmetered
+        else []
+    )
 
 
 def _number(value: float | None, decimals: int = 0) -> str:
@@ -98,9 +145,9 @@ def format_cost_per_correct(entries: Sequence[Mapping[str, Any]]) -> list[str]:
     lines = [
         "### Cost per correct answer",
         "",
-        "| run | correct / judged | calls | tokens in + out | tokens per correct "
+        "| run | judge | correct / judged | calls | tokens in + out | tokens per correct "
         "| model s per correct | wall s per correct |",
-        "| --- | ---: | ---: | ---: | ---: | ---: | ---: |",
+        "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
     for entry in entries:
         per = entry["per_correct"]
@@ -118,21 +165,31 @@ def format_cost_per_correct(entries: Sequence[Mapping[str, Any]]) -> list[str]:
             else f"{entry['input_tokens']:,} + {entry['output_tokens']:,} = {tokens:,}"
         )
         lines.append(
-            f"| `{entry['path']}` | {_count(entry['correct'])} / {entry['judged']:,} "
+            f"| `{entry['path']}` | {_judge(entry.get('judge'))} "
+            f"| {_count(entry['correct'])} / {entry['judged']:,} "
             f"| {_number(entry['calls'])} | {tokens_cell} | {_number(per_tokens)} "
             f"| {_number(per['seconds'], 2)} | {_number(per['wall_time_s'], 2)} |"
         )
     lines += [
         "",
         "Every phase counts: the memory's own calls (pre-flight, ingest, retrieval), "
-        "answering and judging, summed over every part of the run (the manifest's "
-        "`costs`); model seconds are summed round trips, wall seconds the run's. No dollar "
+        "answering and the row's judge, summed over every part of the run (the manifest's "
+        "`costs`; a judge `himga judge` added: its own calls, from its manifest entry); "
+        "model seconds are summed round trips, wall seconds the run's (answering and the "
+        "eval's own judging). No dollar "
         "figure: himga records no price for any model (a local model has none: tokens and "
         "time are its cost).",
     ]
     for entry in entries:
+        where = f"`{entry['path']}`" + (
+            f" under {_judge(entry['judge'])}" if entry.get("judge") else ""
+        )
         if entry["unknown"]:
-            lines.append(f"Not counted for `{entry['path']}`: {'; '.join(entry['unknown'])}.")
+            lines.append(f"Not counted for {where}: {'; '.join(dict.fromkeys(entry['unknown']))}.")
         if entry["judged"] and entry["correct"] <= 0:
-            lines.append(f"`{entry['path']}` has no correct answer: no cost per correct one.")
+            lines.append(f"{where} has no correct answer: no cost per correct one.")
     return lines
+
+
+def _judge(judge: str | None) -> str:
+    return "its own" if judge is None else f"`{judge}`"

@@ -14,7 +14,7 @@ from himga.runs._compare import METRIC_TITLES
 from himga.runs._files import save_figure
 from himga.runs._load import PartialRun
 from himga.runs._manifest import CostsInfo
-from himga.runs._per_correct import cost_per_correct, format_cost_per_correct
+from himga.runs._per_correct import costs_per_correct, format_cost_per_correct
 from himga.runs._rundir import Run
 
 __all__ = ["plot_report", "render_report"]
@@ -185,7 +185,7 @@ def _cost(run: Run, tokens: Mapping[str, Any]) -> str:
             f"{_count(usage.get('output_tokens'))} out."
         )
     cost += "\n\n" + _phase_costs(run.manifest.costs)
-    per_correct = format_cost_per_correct([cost_per_correct(run)])
+    per_correct = format_cost_per_correct(costs_per_correct(run))
     if per_correct:
         cost += "\n\n" + "\n".join(per_correct)
     return cost
