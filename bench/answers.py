@@ -25,8 +25,8 @@ every figure from the run directory named in its row; with judges added by ``him
 judge``, each one's calls, tokens and seconds (its manifest entry's ``costs``); with
 two arms or more that share two judges, ``compare.md``: ``himga compare``'s output of
 the arms (every judge's accuracy, whether the ranking holds under each, the rank-flip
-and winner-change rates); and with self-test records under ``judge-tests/``
-(``himga judge-test --json``), their acceptance rates.
+and winner-change rates); and with self-test records under ``judge-tests/`` (or
+``--judge-tests DIR``; ``himga judge-test --json``), their acceptance rates.
 
 With ``--errata NAME_OR_FILE`` (``himga errata fetch locomo-audit`` first), and with or
 without arms, ``docs/answers/gold-errors.md`` is written from the exported records:
@@ -372,18 +372,24 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("arms", nargs="*", metavar="JUDGED=ANSWERED")
     parser.add_argument("--to", type=Path, default=Path("docs/answers"))
     parser.add_argument("--errata", metavar="NAME_OR_FILE")
+    parser.add_argument(
+        "--judge-tests",
+        type=Path,
+        metavar="DIR",
+        help="the himga judge-test --json records to table (default: TO/judge-tests)",
+    )
     args = parser.parse_args(argv)
     if not args.arms and args.errata is None:
         parser.error("give JUDGED=ANSWERED arms, --errata, or both")
     if args.arms:
-        _export_arms(args.arms, args.to)
+        _export_arms(args.arms, args.to, args.judge_tests or args.to / "judge-tests")
     if args.errata is not None:
         text = gold_errors_table(args.to, read_errata(args.errata))
         (args.to / "gold-errors.md").write_text(text, "utf-8")
         print(text)
 
 
-def _export_arms(arms: Sequence[str], to: Path) -> None:
+def _export_arms(arms: Sequence[str], to: Path, judge_tests: Path) -> None:
     """Each arm's run exported under ``to``, then ``table.md`` of them all."""
     runs = [_pair(arm) for arm in arms]
     for run, answered in runs:
@@ -399,7 +405,7 @@ def _export_arms(arms: Sequence[str], to: Path) -> None:
     judging = judge_costs_table([run for run, _ in runs])
     if judging:
         text += "\n" + judging
-    tests = self_tests_table(sorted(to.glob("judge-tests/*.json")))
+    tests = self_tests_table(sorted(judge_tests.glob("*.json")))
     if tests:
         text += "\nJudge self-tests (`himga judge-test`), accepted / judged, Wilson 95%:\n\n"
         text += tests
