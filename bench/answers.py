@@ -32,7 +32,9 @@ With ``--errata NAME_OR_FILE`` (``himga errata fetch locomo-audit`` first), and 
 without arms, ``docs/answers/gold-errors.md`` is written from the exported records:
 each arm's judge accuracy over the headline questions under every judge, raw, with the
 questions whose gold the errata call wrong excluded, and the ceiling
-(:func:`himga.runs._gold_errors.score_gold_errors`, as ``himga report --errata``)::
+(:func:`himga.runs._gold_errors.score_gold_errors`, as ``himga report --errata``),
+and ``summary.md``: one row per judge, every arm's raw and errata-masked accuracy and
+the judge's self-test beside them (the README's table)::
 
     uv run python -m bench.answers --errata locomo-audit --to docs/answers
 """
@@ -63,6 +65,7 @@ __all__ = [
     "judge_costs_table",
     "main",
     "self_tests_table",
+    "summary_table",
     "table",
 ]
 
@@ -367,6 +370,50 @@ def gold_errors_table(exported: Path, errata: Errata) -> str:
     return "\n".join(lines) + "\n"
 
 
+def summary_table(exported: Path, errata: Errata, self_tests: Sequence[Path]) -> str:
+    """One row per judge, the arms exported under ``exported`` side by side: each arm's
+    headline accuracy raw and without the questions the errata call wrong (Wilson 95%),
+    then the judge's self-test (:func:`self_tests_table`'s records, matched by model
+    file stem and prompt): how much of the vague wrong set and of the exact gold it
+    accepts, and whether it passed. The README's table."""
+    arms: dict[str, dict[str, str]] = {}
+    for questions in sorted(exported.glob("*/questions.jsonl")):
+        records = [json.loads(line) for line in questions.read_text("utf-8").splitlines()]
+        excluded = get_benchmark(records[0]["dataset"]).headline_excludes
+        headline = [r for r in records if r["category"] not in excluded]
+        for judge in records[0]["verdicts"]:
+            scored = [
+                (r["question_id"] in errata.entries, float(r["verdicts"][judge]))
+                for r in headline
+                if r["verdicts"][judge] is not None
+            ]
+            found = score_gold_errors(judge, scored)
+            arms.setdefault(judge, {})[questions.parent.name] = (
+                f"{_interval(found.raw, found.raw_ci)} | "
+                f"{_interval(found.excluding, found.excluding_ci)}"
+            )
+    tests = {}
+    for path in self_tests:
+        record = json.loads(path.read_text("utf-8"))
+        judge = record["judge"]
+        sets = {entry["name"]: entry for entry in record["sets"]}
+        tests[f"{Path(str(judge['model'])).stem}:{judge['prompt']}"] = (
+            f"{sets['vague']['accepted']}/{sets['vague']['judged']} | "
+            f"{sets['exact']['accepted']}/{sets['exact']['judged']} | "
+            + ("passes" if record["passed"] else "fails")
+        )
+    names = sorted({arm for row in arms.values() for arm in row})
+    head = ["judge"]
+    for arm in names:
+        head += [f"`{arm}` raw", f"`{arm}` without gold errors"]
+    head += ["accepts vague wrong", "accepts exact gold", "self-test"]
+    lines = ["| " + " | ".join(head) + " |", "| --- |" + " ---: |" * (len(head) - 2) + " --- |"]
+    for judge, row in arms.items():
+        cells = [row.get(arm, "- | -") for arm in names]
+        lines.append(f"| {judge} | " + " | ".join(cells) + f" | {tests.get(judge, '- | - | -')} |")
+    return "\n".join(lines) + "\n"
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("arms", nargs="*", metavar="JUDGED=ANSWERED")
@@ -384,9 +431,14 @@ def main(argv: Sequence[str] | None = None) -> None:
     if args.arms:
         _export_arms(args.arms, args.to, args.judge_tests or args.to / "judge-tests")
     if args.errata is not None:
-        text = gold_errors_table(args.to, read_errata(args.errata))
+        errata = read_errata(args.errata)
+        text = gold_errors_table(args.to, errata)
         (args.to / "gold-errors.md").write_text(text, "utf-8")
         print(text)
+        tests = sorted((args.judge_tests or args.to / "judge-tests").glob("*.json"))
+        summary = summary_table(args.to, errata, tests)
+        (args.to / "summary.md").write_text(summary, "utf-8")
+        print(summary)
 
 
 def _export_arms(arms: Sequence[str], to: Path, judge_tests: Path) -> None:
