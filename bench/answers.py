@@ -25,8 +25,9 @@ every figure from the run directory named in its row; with judges added by ``him
 judge``, each one's calls, tokens and seconds (its manifest entry's ``costs``); with
 two arms or more that share two judges, ``compare.md``: ``himga compare``'s output of
 the arms (every judge's accuracy, whether the ranking holds under each, the rank-flip
-and winner-change rates); and with self-test records under ``judge-tests/`` (or
-``--judge-tests DIR``; ``himga judge-test --json``), their acceptance rates.
+and winner-change rates), then those rates for each pair of judges alone; and with
+self-test records under ``judge-tests/`` (or ``--judge-tests DIR``; ``himga
+judge-test --json``), their acceptance rates.
 
 With ``--errata NAME_OR_FILE`` (``himga errata fetch locomo-audit`` first), and with or
 without arms, ``docs/answers/gold-errors.md`` is written from the exported records:
@@ -53,7 +54,7 @@ from typing import Any
 from himga.benchmarks import get_benchmark
 from himga.benchmarks._errata import Errata, read_errata
 from himga.eval import question_scores
-from himga.eval._agreement import cohen_kappa, fleiss_kappa, one_sided
+from himga.eval._agreement import accepted, cohen_kappa, fleiss_kappa, one_sided, rank_flips
 from himga.eval._intervals import Proportion, wilson_interval
 from himga.runs import Run, RunDir, compare_runs, format_comparison
 from himga.runs._gold_errors import score_gold_errors
@@ -64,6 +65,7 @@ __all__ = [
     "gold_errors_table",
     "judge_costs_table",
     "main",
+    "pairwise_flips_table",
     "self_tests_table",
     "summary_table",
     "table",
@@ -253,6 +255,52 @@ def self_tests_table(records: Sequence[Path]) -> str:
             + f" | {'yes' if record['passed'] else 'no'} |"
         )
     return "\n".join(lines) + "\n"
+
+
+def pairwise_flips_table(a: Run, b: Run) -> str:
+    """For each pair of the judges both runs have, over the headline questions (as
+    ``himga compare``'s "under every judge", verdicts at 0.5): each judge's difference
+    B - A, and the rank-flip and winner-change rates of that pair alone
+    (:func:`~himga.eval._agreement.rank_flips`, 10,000 paired resamples, seed 0): which
+    pair of judges disagrees on the ranking, where the panel's rates say only that some
+    pair does."""
+    excluded = get_benchmark(a.dataset_name).headline_excludes
+    where = {(r.sample_id, r.question_id): i for i, r in enumerate(b.results)}
+    rows = [
+        (i, where[(r.sample_id, r.question_id)])
+        for i, r in enumerate(a.results)
+        if r.category not in excluded
+    ]
+    left, right = judges_of(a), judges_of(b)
+    names = [name for name in left if name in right]
+
+    def verdicts(scores: Sequence[float], picks: Sequence[int]) -> list[float]:
+        return [math.nan if (v := accepted(scores[i])) is None else float(v) for i in picks]
+
+    lines = [
+        "| judge X | judge Y | Δ under X | Δ under Y | rank-flip rate | winner-change rate |",
+        "|---|---|---:|---:|---:|---:|",
+    ]
+    for i, x in enumerate(names):
+        for y in names[i + 1 :]:
+            found = rank_flips(
+                {n: verdicts(left[n], [r[0] for r in rows]) for n in (x, y)},
+                {n: verdicts(right[n], [r[1] for r in rows]) for n in (x, y)},
+            )
+            dx, dy = found.differences[x], found.differences[y]
+            lines.append(
+                f"| {x} | {y} | {_signed(dx)} | {_signed(dy)} | "
+                f"{_rate(found.flip_rate)} | {_rate(found.winner_change_rate)} |"
+            )
+    return "\n".join(lines) + "\n"
+
+
+def _signed(value: float | None) -> str:
+    return "-" if value is None else f"{value:+.3f}"
+
+
+def _rate(value: float | None) -> str:
+    return "-" if value is None else f"{value:.3f}"
 
 
 def judges_table(runs: Sequence[Run]) -> str:
@@ -465,7 +513,13 @@ def _export_arms(arms: Sequence[str], to: Path, judge_tests: Path) -> None:
     print(text)
     panels = [run for run, _ in runs if len(run.judges) > 1]
     if len(panels) > 1:
-        (to / "compare.md").write_text(format_comparison(compare_runs(panels)) + "\n", "utf-8")
+        text = format_comparison(compare_runs(panels)) + "\n"
+        for other in panels[1:]:
+            text += (
+                f"\n### Each pair of judges: B = `{other.path}` vs A = `{panels[0].path}`"
+                " (overall)\n\n" + pairwise_flips_table(panels[0], other)
+            )
+        (to / "compare.md").write_text(text, "utf-8")
 
 
 def _pair(arm: str) -> tuple[Run, Run]:

@@ -322,6 +322,7 @@ def test_a_correct_answer_is_priced_under_each_judge_with_its_own_calls(
     assert entry["costs"]["calls"] > 0
     # the strict judge's row: every phase but the eval's judging, plus its own calls
     assert strict["calls"] == own["calls"] - phases["judging"].calls + entry["costs"]["calls"]
+    assert isinstance(strict["input_tokens"], int)  # a count, printed as one
     assert strict["input_tokens"] == (
         own["input_tokens"] - phases["judging"].input_tokens + entry["costs"]["input_tokens"]
     )

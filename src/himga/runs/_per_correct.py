@@ -119,7 +119,7 @@ def _add_judge_costs(totals: dict[str, float | None], entry: Mapping[str, Any]) 
         return [f"the calls of judge {entry.get('id')} (its manifest entry counted none)"]
     for name in ("calls", "input_tokens", "output_tokens", "seconds"):
         value = totals[name]
-        totals[name] = None if value is None else value + float(costs.get(name) or 0)
+        totals[name] = None if value is None else value + (costs.get(name) or 0)
     unmetered = int(costs.get("unmetered_calls") or 0)
     return (
         [f"the tokens of {unmetered:,} calls of judge {entry.get('id')} that reported no usage"]
