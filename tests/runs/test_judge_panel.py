@@ -274,6 +274,10 @@ def test_report_and_compare_show_every_judge_and_their_agreement(server: FakeLLM
     (row,) = comparison.judges
     assert list(row["accuracy"]) == [OFFICIAL, STRICT]
     assert 0.0 <= row["winner_change_rate"] <= row["rank_flip_rate"] <= 1.0
+    for cell in row["accuracy"].values():  # each judge's paired difference, as compare's
+        low, high = cell["ci95"]
+        assert low <= cell["difference"] <= high
+        assert 0.0 < cell["p"] <= 1.0
     assert "### Under every judge: B = `other` vs A" in format_comparison(comparison)
 
 
@@ -293,7 +297,13 @@ def test_the_comparison_says_what_the_judges_say_of_the_ranking(
     row = {
         "run": "b",
         "accuracy": {
-            f"judge-{i}": {"a": 0.5, "b": None if d is None else 0.5 + d, "difference": d}
+            f"judge-{i}": {
+                "a": 0.5,
+                "b": None if d is None else 0.5 + d,
+                "difference": d,
+                "ci95": [None, None] if d is None else [d - 0.05, d + 0.05],
+                "p": None if d is None else 0.5,
+            }
             for i, d in enumerate(differences)
         },
         "holds_under_every_judge": holds,
@@ -303,6 +313,10 @@ def test_the_comparison_says_what_the_judges_say_of_the_ranking(
     text = "\n".join(format_judges_comparison([row], resamples=8))
     assert said in text
     assert "in 0.250 (rank-flip rate" in text
+    first = differences[0]
+    assert first is not None
+    assert f"| {first:+.3f} | [{first - 0.05:+.3f}, " in text
+    assert "| 0.5000 |" in text
     assert "on the winner in 0.125" in text
 
 

@@ -11,6 +11,7 @@ from typing import Any
 from himga.eval import result_groups
 from himga.eval._agreement import accepted, cohen_kappa, fleiss_kappa, one_sided, rank_flips
 from himga.eval._intervals import Proportion, wilson_interval
+from himga.eval._paired import paired_differences
 from himga.runs._rundir import Run
 
 __all__ = ["format_judges", "format_judges_comparison", "judges_comparison"]
@@ -87,7 +88,8 @@ def judges_comparison(
 ) -> list[dict[str, Any]]:
     """Per run after the first (``aligned``: the row of each of the first run's questions
     in it), over the judges every run has and the headline (``overall``) questions:
-    each judge's accuracy in both runs, whether B beats A under every judge, the
+    each judge's accuracy in both runs and the paired difference's bootstrap interval and
+    permutation p-value (as ``compare``'s), whether B beats A under every judge, the
     rank-flip rate and the winner-change rate
     (:func:`~himga.eval._agreement.rank_flips`). Empty when the runs share fewer than
     two judges."""
@@ -101,12 +103,24 @@ def judges_comparison(
         a = {n: [_verdict(baseline.judges[n][i]) for i in members] for n in shared}
         b = {n: [_verdict(other.judges[n][positions[i]]) for i in members] for n in shared}
         flips = rank_flips(a, b, resamples=resamples, seed=seed)
+        paired = paired_differences(
+            [[a[n][i] for n in shared] for i in range(len(members))],
+            [[b[n][i] for n in shared] for i in range(len(members))],
+            resamples=resamples,
+            seed=seed,
+        )
         found.append(
             {
                 "run": str(other.path),
                 "accuracy": {
-                    n: {"a": _mean(a[n]), "b": _mean(b[n]), "difference": flips.differences[n]}
-                    for n in shared
+                    n: {
+                        "a": _mean(a[n]),
+                        "b": _mean(b[n]),
+                        "difference": flips.differences[n],
+                        "ci95": [d.ci_low, d.ci_high],
+                        "p": d.p_value,
+                    }
+                    for n, d in zip(shared, paired, strict=True)
                 },
                 "holds_under_every_judge": flips.holds,
                 "rank_flip_rate": flips.flip_rate,
@@ -135,14 +149,18 @@ def format_judges_comparison(found: Sequence[Mapping[str, Any]], resamples: int)
             "",
             f"### Under every judge: B = `{row['run']}` vs A (overall, accuracy)",
             "",
-            "| judge | A | B | Δ |",
-            "| --- | ---: | ---: | ---: |",
+            "| judge | A | B | Δ | 95% CI | p |",
+            "| --- | ---: | ---: | ---: | :---: | ---: |",
         ]
         for name in names:
             cell = row["accuracy"][name]
+            low, high = cell["ci95"]
+            interval = "-" if low is None else f"[{low:+.3f}, {high:+.3f}]"
+            p = cell["p"]
             lines.append(
                 f"| `{name}` | {_number(cell['a'])} | {_number(cell['b'])} "
-                f"| {_number(cell['difference'], signed=True)} |"
+                f"| {_number(cell['difference'], signed=True)} | {interval} "
+                f"| {'-' if p is None else f'{p:.4f}'} |"
             )
         rate, change = row["rank_flip_rate"], row["winner_change_rate"]
         said = _ranking(
