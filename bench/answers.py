@@ -47,7 +47,7 @@ import json
 import math
 import shutil
 import statistics
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -57,7 +57,7 @@ from himga.eval import question_scores
 from himga.eval._agreement import accepted, cohen_kappa, fleiss_kappa, one_sided, rank_flips
 from himga.eval._intervals import Proportion, wilson_interval
 from himga.runs import Run, RunDir, compare_runs, format_comparison
-from himga.runs._gold_errors import score_gold_errors
+from himga.runs._gold_errors import GoldErrorAccuracy, score_gold_errors
 
 __all__ = [
     "arm_name",
@@ -371,6 +371,24 @@ def _model_files(exported: Path) -> dict[str, str]:
     return found
 
 
+def _gold_error_rows(
+    exported: Path, errata: Errata
+) -> Iterator[tuple[str, str, GoldErrorAccuracy]]:
+    """Per arm exported under ``exported`` (``<arm>/questions.jsonl``) and per judge of
+    its records: the arm, the judge and the headline accuracies under ``errata``."""
+    for questions in sorted(exported.glob("*/questions.jsonl")):
+        records = [json.loads(line) for line in questions.read_text("utf-8").splitlines()]
+        excluded = get_benchmark(records[0]["dataset"]).headline_excludes
+        headline = [r for r in records if r["category"] not in excluded]
+        for judge in records[0]["verdicts"]:
+            scored = [
+                (r["question_id"] in errata.entries, float(r["verdicts"][judge]))
+                for r in headline
+                if r["verdicts"][judge] is not None
+            ]
+            yield questions.parent.name, judge, score_gold_errors(questions.parent.name, scored)
+
+
 def gold_errors_table(exported: Path, errata: Errata) -> str:
     """Per arm exported under ``exported`` (``<arm>/questions.jsonl``) and per judge of
     its records: the headline questions judged, how many the errata name, the raw
@@ -398,23 +416,13 @@ def gold_errors_table(exported: Path, errata: Errata) -> str:
         "| excluding gold errors | ceiling |",
         "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: |",
     ]
-    for questions in sorted(exported.glob("*/questions.jsonl")):
-        records = [json.loads(line) for line in questions.read_text("utf-8").splitlines()]
-        excluded = get_benchmark(records[0]["dataset"]).headline_excludes
-        headline = [r for r in records if r["category"] not in excluded]
-        for judge in records[0]["verdicts"]:
-            scored = [
-                (r["question_id"] in errata.entries, float(r["verdicts"][judge]))
-                for r in headline
-                if r["verdicts"][judge] is not None
-            ]
-            row = score_gold_errors(questions.parent.name, scored)
-            sha = files.get(judge.rpartition(":")[0], "not recorded")
-            lines.append(
-                f"| {row.label} | {judge} | `{sha[:12]}…` | {row.judged} | {row.audited_wrong} | "
-                f"{_interval(row.raw, row.raw_ci)} | "
-                f"{_interval(row.excluding, row.excluding_ci)} | {_interval(row.ceiling)} |"
-            )
+    for arm, judge, row in _gold_error_rows(exported, errata):
+        sha = files.get(judge.rpartition(":")[0], "not recorded")
+        lines.append(
+            f"| {arm} | {judge} | `{sha[:12]}…` | {row.judged} | {row.audited_wrong} | "
+            f"{_interval(row.raw, row.raw_ci)} | "
+            f"{_interval(row.excluding, row.excluding_ci)} | {_interval(row.ceiling)} |"
+        )
     return "\n".join(lines) + "\n"
 
 
@@ -425,21 +433,11 @@ def summary_table(exported: Path, errata: Errata, self_tests: Sequence[Path]) ->
     file stem and prompt): how much of the vague wrong set and of the exact gold it
     accepts, and whether it passed. The README's table."""
     arms: dict[str, dict[str, str]] = {}
-    for questions in sorted(exported.glob("*/questions.jsonl")):
-        records = [json.loads(line) for line in questions.read_text("utf-8").splitlines()]
-        excluded = get_benchmark(records[0]["dataset"]).headline_excludes
-        headline = [r for r in records if r["category"] not in excluded]
-        for judge in records[0]["verdicts"]:
-            scored = [
-                (r["question_id"] in errata.entries, float(r["verdicts"][judge]))
-                for r in headline
-                if r["verdicts"][judge] is not None
-            ]
-            found = score_gold_errors(judge, scored)
-            arms.setdefault(judge, {})[questions.parent.name] = (
-                f"{_interval(found.raw, found.raw_ci)} | "
-                f"{_interval(found.excluding, found.excluding_ci)}"
-            )
+    for arm, judge, found in _gold_error_rows(exported, errata):
+        arms.setdefault(judge, {})[arm] = (
+            f"{_interval(found.raw, found.raw_ci)} | "
+            f"{_interval(found.excluding, found.excluding_ci)}"
+        )
     tests = {}
     for path in self_tests:
         record = json.loads(path.read_text("utf-8"))
