@@ -43,6 +43,7 @@ the judge's self-test beside them (the README's table)::
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import math
 import shutil
@@ -54,10 +55,12 @@ from typing import Any
 from himga.benchmarks import get_benchmark
 from himga.benchmarks._errata import Errata, read_errata
 from himga.eval import question_scores
-from himga.eval._agreement import accepted, cohen_kappa, fleiss_kappa, one_sided, rank_flips
+from himga.eval._agreement import cohen_kappa, fleiss_kappa, one_sided
 from himga.eval._intervals import Proportion, wilson_interval
+from himga.eval._paired import DEFAULT_RESAMPLES
 from himga.runs import Run, RunDir, compare_runs, format_comparison
 from himga.runs._gold_errors import GoldErrorAccuracy, score_gold_errors
+from himga.runs._judges import judges_comparison
 
 __all__ = [
     "arm_name",
@@ -242,8 +245,7 @@ def self_tests_table(records: Sequence[Path]) -> str:
         "|---|---:|" + "---:|" * len(sets) + "---|",
     ]
     for record in found:
-        judge = record["judge"]
-        name = f"{Path(str(judge['model'])).stem}:{judge['prompt']}"
+        name = _self_test_judge(record)
         cells = []
         for entry in record["sets"]:
             low, high = entry["ci95"] or (None, None)
@@ -257,41 +259,34 @@ def self_tests_table(records: Sequence[Path]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _self_test_judge(record: Mapping[str, Any]) -> str:
+    """A ``himga judge-test --json`` record's judge as :func:`judge_name` names it."""
+    judge = record["judge"]
+    return f"{Path(str(judge['model'])).stem}:{judge['prompt']}"
+
+
 def pairwise_flips_table(a: Run, b: Run) -> str:
-    """For each pair of the judges both runs have, over the headline questions (as
-    ``himga compare``'s "under every judge", verdicts at 0.5): each judge's difference
-    B - A, and the rank-flip and winner-change rates of that pair alone
-    (:func:`~himga.eval._agreement.rank_flips`, 10,000 paired resamples, seed 0): which
-    pair of judges disagrees on the ranking, where the panel's rates say only that some
-    pair does."""
-    excluded = get_benchmark(a.dataset_name).headline_excludes
+    """For each pair of the judges both runs have, ``himga compare``'s "under every judge"
+    of that pair alone (:func:`~himga.runs._judges.judges_comparison`, 10,000 paired
+    resamples, seed 0): each judge's difference B - A over the headline questions, and
+    the pair's rank-flip and winner-change rates: which pair of judges disagrees on the
+    ranking, where the panel's rates say only that some pair does."""
     where = {(r.sample_id, r.question_id): i for i, r in enumerate(b.results)}
-    rows = [
-        (i, where[(r.sample_id, r.question_id)])
-        for i, r in enumerate(a.results)
-        if r.category not in excluded
-    ]
-    left, right = judges_of(a), judges_of(b)
-    names = [name for name in left if name in right]
-
-    def verdicts(scores: Sequence[float], picks: Sequence[int]) -> list[float]:
-        return [math.nan if (v := accepted(scores[i])) is None else float(v) for i in picks]
-
+    aligned = [[where[(r.sample_id, r.question_id)] for r in a.results]]
+    names = [name for name in a.judges if name in b.judges]
     lines = [
         "| judge X | judge Y | Δ under X | Δ under Y | rank-flip rate | winner-change rate |",
         "|---|---|---:|---:|---:|---:|",
     ]
-    for i, x in enumerate(names):
-        for y in names[i + 1 :]:
-            found = rank_flips(
-                {n: verdicts(left[n], [r[0] for r in rows]) for n in (x, y)},
-                {n: verdicts(right[n], [r[1] for r in rows]) for n in (x, y)},
-            )
-            dx, dy = found.differences[x], found.differences[y]
-            lines.append(
-                f"| {x} | {y} | {_signed(dx)} | {_signed(dy)} | "
-                f"{_rate(found.flip_rate)} | {_rate(found.winner_change_rate)} |"
-            )
+    for x, y in itertools.combinations(names, 2):
+        (row,) = judges_comparison(
+            [a, b], aligned, resamples=DEFAULT_RESAMPLES, seed=0, judges=(x, y)
+        )
+        dx, dy = (row["accuracy"][n]["difference"] for n in (x, y))
+        lines.append(
+            f"| {judge_name(x)} | {judge_name(y)} | {_signed(dx)} | {_signed(dy)} | "
+            f"{_rate(row['rank_flip_rate'])} | {_rate(row['winner_change_rate'])} |"
+        )
     return "\n".join(lines) + "\n"
 
 
@@ -441,9 +436,8 @@ def summary_table(exported: Path, errata: Errata, self_tests: Sequence[Path]) ->
     tests = {}
     for path in self_tests:
         record = json.loads(path.read_text("utf-8"))
-        judge = record["judge"]
         sets = {entry["name"]: entry for entry in record["sets"]}
-        tests[f"{Path(str(judge['model'])).stem}:{judge['prompt']}"] = (
+        tests[_self_test_judge(record)] = (
             f"{sets['vague']['accepted']}/{sets['vague']['judged']} | "
             f"{sets['exact']['accepted']}/{sets['exact']['judged']} | "
             + ("passes" if record["passed"] else "fails")
@@ -474,20 +468,20 @@ def main(argv: Sequence[str] | None = None) -> None:
     args = parser.parse_args(argv)
     if not args.arms and args.errata is None:
         parser.error("give JUDGED=ANSWERED arms, --errata, or both")
+    judge_tests = sorted((args.judge_tests or args.to / "judge-tests").glob("*.json"))
     if args.arms:
-        _export_arms(args.arms, args.to, args.judge_tests or args.to / "judge-tests")
+        _export_arms(args.arms, args.to, judge_tests)
     if args.errata is not None:
         errata = read_errata(args.errata)
         text = gold_errors_table(args.to, errata)
         (args.to / "gold-errors.md").write_text(text, "utf-8")
         print(text)
-        tests = sorted((args.judge_tests or args.to / "judge-tests").glob("*.json"))
-        summary = summary_table(args.to, errata, tests)
+        summary = summary_table(args.to, errata, judge_tests)
         (args.to / "summary.md").write_text(summary, "utf-8")
         print(summary)
 
 
-def _export_arms(arms: Sequence[str], to: Path, judge_tests: Path) -> None:
+def _export_arms(arms: Sequence[str], to: Path, judge_tests: Sequence[Path]) -> None:
     """Each arm's run exported under ``to``, then ``table.md`` of them all."""
     runs = [_pair(arm) for arm in arms]
     for run, answered in runs:
@@ -503,7 +497,7 @@ def _export_arms(arms: Sequence[str], to: Path, judge_tests: Path) -> None:
     judging = judge_costs_table([run for run, _ in runs])
     if judging:
         text += "\n" + judging
-    tests = self_tests_table(sorted(judge_tests.glob("*.json")))
+    tests = self_tests_table(judge_tests)
     if tests:
         text += "\nJudge self-tests (`himga judge-test`), accepted / judged, Wilson 95%:\n\n"
         text += tests

@@ -21,7 +21,7 @@ import pytest
 from himga.eval.judge import offline_judge_responder
 from himga.llm import ChatRequest, FakeLLMServer
 from himga.runs import RunDir, compare_runs, cost_per_correct, costs_per_correct, format_comparison
-from himga.runs._judges import format_judges_comparison
+from himga.runs._judges import format_judges_comparison, judges_comparison
 from himga.runs._verdicts import VERDICTS, read_verdicts
 from tests.cli_support import QUICK, cwd, offline_cli, run_cli
 
@@ -274,6 +274,14 @@ def test_report_and_compare_show_every_judge_and_their_agreement(server: FakeLLM
     (row,) = comparison.judges
     assert list(row["accuracy"]) == [OFFICIAL, STRICT]
     assert 0.0 <= row["winner_change_rate"] <= row["rank_flip_rate"] <= 1.0
+    # restricted to some judges: those every run has, and none below two
+    where = {(r.sample_id, r.question_id): i for i, r in enumerate(runs[1].results)}
+    aligned = [[where[(r.sample_id, r.question_id)] for r in runs[0].results]]
+    chosen = judges_comparison(
+        runs, aligned, resamples=200, seed=0, judges=[STRICT, "openai:nobody:official", OFFICIAL]
+    )
+    assert [list(r["accuracy"]) for r in chosen] == [[STRICT, OFFICIAL]]
+    assert not judges_comparison(runs, aligned, resamples=200, seed=0, judges=[OFFICIAL])
     for cell in row["accuracy"].values():  # each judge's paired difference, as compare's
         low, high = cell["ci95"]
         assert low <= cell["difference"] <= high

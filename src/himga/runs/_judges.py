@@ -84,17 +84,23 @@ def format_judges(run: Run) -> str:
 
 
 def judges_comparison(
-    runs: Sequence[Run], aligned: Sequence[Sequence[int]], *, resamples: int, seed: int
+    runs: Sequence[Run],
+    aligned: Sequence[Sequence[int]],
+    *,
+    resamples: int,
+    seed: int,
+    judges: Sequence[str] | None = None,
 ) -> list[dict[str, Any]]:
     """Per run after the first (``aligned``: the row of each of the first run's questions
-    in it), over the judges every run has and the headline (``overall``) questions:
-    each judge's accuracy in both runs and the paired difference's bootstrap interval and
-    permutation p-value (as ``compare``'s), whether B beats A under every judge, the
-    rank-flip rate and the winner-change rate
+    in it), over the judges every run has (or those of ``judges`` every run has) and the
+    headline (``overall``) questions: each judge's accuracy in both runs and the paired
+    difference's bootstrap interval and permutation p-value (as ``compare``'s), whether B
+    beats A under every judge, the rank-flip rate and the winner-change rate
     (:func:`~himga.eval._agreement.rank_flips`). Empty when the runs share fewer than
-    two judges."""
+    two of those judges."""
     baseline = runs[0]
-    shared = [n for n in baseline.judges if all(n in run.judges for run in runs[1:])]
+    chosen = baseline.judges if judges is None else judges
+    shared = [n for n in chosen if all(n in run.judges for run in runs)]
     if len(shared) < 2:
         return []
     members = result_groups(baseline.results)["overall"]

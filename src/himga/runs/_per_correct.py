@@ -185,7 +185,7 @@ def format_cost_per_correct(entries: Sequence[Mapping[str, Any]]) -> list[str]:
             f" under {_judge(entry['judge'])}" if entry.get("judge") else ""
         )
         if entry["unknown"]:
-            lines.append(f"Not counted for {where}: {'; '.join(dict.fromkeys(entry['unknown']))}.")
+            lines.append(f"Not counted for {where}: {'; '.join(entry['unknown'])}.")
         if entry["judged"] and entry["correct"] <= 0:
             lines.append(f"{where} has no correct answer: no cost per correct one.")
     return lines
